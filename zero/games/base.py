@@ -1,0 +1,180 @@
+"""The interface both games implement.
+
+A game keeps many games at once in a *batch*: preallocated numpy arrays, one
+row per game slot, updated in place by numba kernels. The search never copies
+a board: it keeps only actions in its tree, and asks the game to replay a
+path of actions from a slot's current position to reach a leaf
+(`leaf_inputs`). Single positions for people and tests (GTP, SGF, the rules
+tests) are the value classes `GoPosition` / `GomokuPosition`, whose `play`
+returns a new position.
+
+Conventions:
+- colours are +1 (black, first player) and -1 (white);
+- an action is an int in [0, num_actions): row-major point index
+  `row * width + col` with row 0 at the top, and for Go `num_actions - 1` is pass;
+- values are from the point of view of the side to move, in [-1, 1];
+- `outcome` is from black's point of view: +1 black won, -1 white won, 0 draw.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class IllegalMove(ValueError):
+    """A move that the rules do not allow; carries the move and the board."""
+
+    def __init__(self, move: str, reason: str, board: str = ""):
+        self.move = move
+        self.reason = reason
+        self.board = board
+        text = f"illegal move {move}: {reason}"
+        if board:
+            text += "\n" + board
+        super().__init__(text)
+
+
+@dataclass
+class LeafInputs:
+    """What the game reports about a batch of leaves (L of them)."""
+
+    legal: np.ndarray  # [L, A] bool, legal actions at the leaf
+    terminal_value: np.ndarray  # [L] float32, NaN unless the game is over at the leaf; side to move's view
+    planes: np.ndarray | None  # [L, C, H, W] float32 network input, None when not asked for
+
+
+class Game(ABC):
+    """A two-player zero-sum board game over batches of game slots."""
+
+    name: str
+    height: int
+    width: int
+    num_actions: int  # height * width, plus one for pass in Go
+    num_planes: int  # network input planes
+    max_moves: int  # a game is over after this many moves
+    pass_action: int  # -1 where the game has no pass
+
+    # --- batches -------------------------------------------------------------
+    @abstractmethod
+    def new_batch(self, size: int):
+        """Arrays for `size` game slots, each at the empty starting position."""
+
+    @abstractmethod
+    def reset(self, batch, i: int) -> None:
+        """Put slot i back to the starting position."""
+
+    @abstractmethod
+    def copy_slot(self, src_batch, i: int, dst_batch, j: int) -> None:
+        """Copy slot i of src_batch into slot j of dst_batch (same game)."""
+
+    @abstractmethod
+    def play(self, batch, i: int, action: int) -> None:
+        """Play `action` for the side to move in slot i; IllegalMove if not legal (slot unchanged)."""
+
+    @abstractmethod
+    def legal_mask(self, batch, i: int) -> np.ndarray:
+        """[A] bool: the legal actions in slot i (all False once the game is over)."""
+
+    @abstractmethod
+    def to_play(self, batch, i: int) -> int:
+        """+1 if black is to move in slot i, -1 if white."""
+
+    @abstractmethod
+    def move_count(self, batch, i: int) -> int:
+        """Moves played so far in slot i (passes included)."""
+
+    @abstractmethod
+    def is_over(self, batch, i: int) -> bool:
+        """Whether the game in slot i has ended (resignation is the caller's business)."""
+
+    @abstractmethod
+    def outcome(self, batch, i: int) -> float:
+        """Result of a finished game in slot i from black's view: +1, -1 or 0 (draw)."""
+
+    @abstractmethod
+    def leaf_inputs(
+        self,
+        batch,
+        slots: np.ndarray,  # [L] int32, the slot each leaf starts from
+        paths: np.ndarray,  # [L, D] int32, actions from the slot's position to the leaf
+        depth: np.ndarray,  # [L] int32, how many of each row of paths are used
+        want_planes: bool = True,
+    ) -> LeafInputs:
+        """Replay each path (its actions are legal) on a scratch copy and describe the leaf."""
+
+    @abstractmethod
+    def rollout_values(
+        self,
+        batch,
+        slots: np.ndarray,  # [L] int32
+        paths: np.ndarray,  # [L, D] int32
+        depth: np.ndarray,  # [L] int32
+        seed: int,
+    ) -> np.ndarray:
+        """[L] float32: result of one uniformly random playout from each leaf, leaf's side to move's view."""
+
+    @abstractmethod
+    def symmetries(self) -> np.ndarray:
+        """[S, A] int: perm[s, a] is where action a goes under symmetry s (identity first; pass fixed)."""
+
+    # --- text ----------------------------------------------------------------
+    @abstractmethod
+    def action_to_text(self, action: int) -> str:
+        """GTP-style coordinate (`D4`, `pass`); columns skip I."""
+
+    @abstractmethod
+    def text_to_action(self, text: str) -> int:
+        """Inverse of action_to_text; ValueError naming the text if it is not a point on this board."""
+
+    @abstractmethod
+    def render(self, batch, i: int) -> str:
+        """The board of slot i as text with coordinates."""
+
+    @abstractmethod
+    def score(self, batch, i: int) -> float:
+        """Go: Tromp-Taylor area score black minus white minus komi. Gomoku: the outcome."""
+
+
+def square_symmetries(height: int, width: int, extra_actions: int = 0) -> np.ndarray:
+    """Permutations of the board's points under its symmetries.
+
+    Eight (rotations and reflections) on a square board, four (identity, two
+    flips, half turn) on a rectangle. Extra actions (pass) map to themselves.
+    """
+    idx = np.arange(height * width).reshape(height, width)
+    if height == width:
+        views = [np.rot90(idx, k) for k in range(4)] + [np.rot90(idx.T, k) for k in range(4)]
+    else:
+        views = [idx, idx[::-1, :], idx[:, ::-1], idx[::-1, ::-1]]
+    perms = []
+    for v in views:
+        # v[r, c] is the original point that lands on (r, c): so original v[r,c] -> r*width+c
+        p = np.empty(height * width + extra_actions, dtype=np.int64)
+        p[v.reshape(-1)] = np.arange(height * width)
+        p[height * width :] = np.arange(height * width, height * width + extra_actions)
+        perms.append(p)
+    return np.stack(perms)
+
+
+COLUMNS = "ABCDEFGHJKLMNOPQRSTUVWXYZ"  # GTP skips I
+
+
+def point_to_text(point: int, height: int, width: int) -> str:
+    """Row-major point -> GTP vertex; row 0 is the top row, printed as `height`."""
+    r, c = divmod(point, width)
+    return f"{COLUMNS[c]}{height - r}"
+
+
+def text_to_point(text: str, height: int, width: int) -> int:
+    """GTP vertex (`D4`, case-insensitive) -> row-major point; ValueError naming the text."""
+    t = text.strip().upper()
+    if len(t) < 2 or t[0] not in COLUMNS or not t[1:].isdigit():
+        raise ValueError(f"{text!r} is not a board vertex")
+    c = COLUMNS.index(t[0])
+    row_num = int(t[1:])
+    if c >= width or not 1 <= row_num <= height:
+        raise ValueError(f"{text!r} is off the {height}x{width} board")
+    return (height - row_num) * width + c

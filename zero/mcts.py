@@ -1,0 +1,330 @@
+"""Batched PUCT search (AlphaGo Zero) over many games at once.
+
+The trees of B game slots live in preallocated arrays shaped [B, M] (nodes)
+and [B, M, A] (edges), as in mctx. One round of the search selects one leaf
+in every searching slot, asks the game to describe all leaves at once
+(replaying each leaf's path of actions from the slot's position), evaluates
+them in ONE call of the evaluator, then expands and backs up. Tree work is
+numba; only the per-round glue is Python.
+
+Edge statistics follow the paper: N (visits), W (total value), Q = W/N and
+P (prior), all from the point of view of the player choosing the edge.
+Selection maximises Q + U with U = c_puct * P * sqrt(sum N) / (1 + N);
+unvisited edges take the first-play-urgency value Q = V(node) - fpu_reduction.
+`visits` is the number of visits the root has when the search stops: a
+reused subtree counts toward it, so a tree never holds more than visits + 1
+nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from zero.games.base import Game
+
+ILLEGAL = np.float32(-1.0)  # prior marking an illegal edge
+
+
+@dataclass
+class Tree:
+    """Search trees for B slots, M nodes each, A actions. Node 0 is the root."""
+
+    N: np.ndarray  # [B, M, A] int32, edge visit counts
+    W: np.ndarray  # [B, M, A] float32, edge total value, chooser's view
+    P: np.ndarray  # [B, M, A] float32, edge priors; ILLEGAL where the action is not legal
+    child: np.ndarray  # [B, M, A] int32, child node of each edge, -1 if none
+    parent: np.ndarray  # [B, M] int32
+    action: np.ndarray  # [B, M] int32, action from the parent
+    expanded: np.ndarray  # [B, M] bool
+    terminal: np.ndarray  # [B, M] float32, game value at a finished node (side to move's view), NaN otherwise
+    value: np.ndarray  # [B, M] float32, network value of the node (side to move's view)
+    num_nodes: np.ndarray  # [B] int32
+
+    @classmethod
+    def allocate(cls, batch_size: int, max_nodes: int, num_actions: int) -> "Tree":
+        shape3 = (batch_size, max_nodes, num_actions)
+        tree = cls(
+            N=np.zeros(shape3, np.int32),
+            W=np.zeros(shape3, np.float32),
+            P=np.zeros(shape3, np.float32),
+            child=np.full(shape3, -1, np.int32),
+            parent=np.full((batch_size, max_nodes), -1, np.int32),
+            action=np.full((batch_size, max_nodes), -1, np.int32),
+            expanded=np.zeros((batch_size, max_nodes), np.bool_),
+            terminal=np.full((batch_size, max_nodes), np.nan, np.float32),
+            value=np.zeros((batch_size, max_nodes), np.float32),
+            num_nodes=np.ones(batch_size, np.int32),
+        )
+        return tree
+
+    @property
+    def max_nodes(self) -> int:
+        return self.N.shape[1]
+
+    def reset(self, slot: int) -> None:
+        """Forget slot's tree: a fresh, unexpanded root."""
+        _reset_root(self.N, self.W, self.child, self.expanded, self.terminal, self.num_nodes, slot)
+
+    def advance(self, slot: int, action: int) -> None:
+        """Make the child reached by `action` the new root, keeping its subtree (tree reuse)."""
+        _promote(
+            self.N, self.W, self.P, self.child, self.parent, self.action,
+            self.expanded, self.terminal, self.value, self.num_nodes, slot, action,
+        )
+
+    def root_visits(self, slots: np.ndarray) -> np.ndarray:
+        """[len(slots)] int: total visits of each slot's root."""
+        return self.N[slots, 0, :].sum(axis=1)
+
+    def root_policy(self, slots: np.ndarray) -> np.ndarray:
+        """[len(slots), A] float32: the visit distribution at each root."""
+        n = self.N[slots, 0, :].astype(np.float32)
+        return n / np.maximum(n.sum(axis=1, keepdims=True), 1.0)
+
+    def root_values(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(root value, value of the most visited child), both from the root player's view."""
+        n = self.N[slots, 0, :]
+        w = self.W[slots, 0, :]
+        total = np.maximum(n.sum(axis=1), 1)
+        root = w.sum(axis=1) / total
+        best = n.argmax(axis=1)
+        rows = np.arange(len(slots))
+        best_q = w[rows, best] / np.maximum(n[rows, best], 1)
+        return root.astype(np.float32), best_q.astype(np.float32)
+
+
+@numba.njit(cache=True)
+def _reset_root(N, W, child, expanded, terminal, num_nodes, b):
+    N[b, 0, :] = 0
+    W[b, 0, :] = 0.0
+    child[b, 0, :] = -1
+    expanded[b, 0] = False
+    terminal[b, 0] = np.nan
+    num_nodes[b] = 1
+
+
+@numba.njit(cache=True)
+def puct_select(N, W, P, value, b, node, c_puct, fpu_reduction):
+    """The edge of `node` that maximises Q + U; ties go to the lowest action."""
+    A = N.shape[2]
+    total = 0
+    for a in range(A):
+        total += N[b, node, a]
+    sqrt_total = np.sqrt(max(total, 1))
+    fpu = value[b, node] - fpu_reduction
+    best_a = -1
+    best = -np.inf
+    for a in range(A):
+        p = P[b, node, a]
+        if p < 0.0:
+            continue
+        n = N[b, node, a]
+        q = W[b, node, a] / n if n > 0 else fpu
+        score = q + c_puct * p * sqrt_total / (1.0 + n)
+        if score > best:
+            best = score
+            best_a = a
+    return best_a
+
+
+@numba.njit(cache=True)
+def _select(N, W, P, child, parent, action, expanded, terminal, value, num_nodes,
+            slots, c_puct, fpu_reduction, paths, depth, leaves):
+    """Walk each slot's tree from the root to a new (or finished) leaf, allocating the new node."""
+    A = N.shape[2]
+    for i in range(slots.shape[0]):
+        b = slots[i]
+        node = 0
+        d = 0
+        while expanded[b, node] and np.isnan(terminal[b, node]):
+            a = puct_select(N, W, P, value, b, node, c_puct, fpu_reduction)
+            paths[i, d] = a
+            d += 1
+            c = child[b, node, a]
+            if c < 0:
+                c = num_nodes[b]
+                num_nodes[b] += 1
+                parent[b, c] = node
+                action[b, c] = a
+                child[b, node, a] = c
+                expanded[b, c] = False
+                terminal[b, c] = np.nan
+                value[b, c] = 0.0
+                for k in range(A):
+                    N[b, c, k] = 0
+                    W[b, c, k] = 0.0
+                    child[b, c, k] = -1
+                node = c
+                break
+            node = c
+        leaves[i] = node
+        depth[i] = d
+
+
+@numba.njit(cache=True)
+def _expand_backup(N, W, P, parent, action, expanded, terminal, value,
+                   slots, leaves, priors, values, legal, terminal_values):
+    """Expand each leaf with its priors (or mark it finished) and back its value up the path."""
+    A = N.shape[2]
+    for i in range(slots.shape[0]):
+        b = slots[i]
+        c = leaves[i]
+        if not expanded[b, c]:
+            expanded[b, c] = True
+            tv = terminal_values[i]
+            if not np.isnan(tv):
+                terminal[b, c] = tv
+                for a in range(A):
+                    P[b, c, a] = -1.0
+                v = tv
+            else:
+                for a in range(A):
+                    P[b, c, a] = priors[i, a] if legal[i, a] else -1.0
+                value[b, c] = values[i]
+                v = values[i]
+        else:
+            v = terminal[b, c]
+        node = c
+        while node != 0:
+            p = parent[b, node]
+            a = action[b, node]
+            v = -v  # the edge belongs to the player at p, the opponent of the player at node
+            N[b, p, a] += 1
+            W[b, p, a] += v
+            node = p
+
+
+@numba.njit(cache=True)
+def _promote(N, W, P, child, parent, action, expanded, terminal, value, num_nodes, b, a):
+    """Re-root slot b's tree at the child of edge a, renumbering its subtree from 0."""
+    root = child[b, 0, a]
+    if root < 0 or not expanded[b, root]:
+        _reset_root(N, W, child, expanded, terminal, num_nodes, b)
+        return
+    M = N.shape[1]
+    new_index = np.full(M, -1, np.int32)
+    order = np.empty(M, np.int32)
+    order[0] = root
+    new_index[root] = 0
+    count = 1
+    head = 0
+    while head < count:  # breadth first: a node's new index is below its children's
+        old = order[head]
+        head += 1
+        for k in range(N.shape[2]):
+            c = child[b, old, k]
+            if c >= 0:
+                new_index[c] = count
+                order[count] = c
+                count += 1
+    order = order[:count]
+    n_old = N[b][order].copy()
+    w_old = W[b][order].copy()
+    p_old = P[b][order].copy()
+    c_old = child[b][order].copy()
+    par_old = parent[b][order].copy()
+    act_old = action[b][order].copy()
+    exp_old = expanded[b][order].copy()
+    term_old = terminal[b][order].copy()
+    val_old = value[b][order].copy()
+    for j in range(count):
+        N[b, j, :] = n_old[j]
+        W[b, j, :] = w_old[j]
+        P[b, j, :] = p_old[j]
+        for k in range(N.shape[2]):
+            c = c_old[j, k]
+            child[b, j, k] = new_index[c] if c >= 0 else -1
+        parent[b, j] = new_index[par_old[j]] if j > 0 else -1
+        action[b, j] = act_old[j] if j > 0 else -1
+        expanded[b, j] = exp_old[j]
+        terminal[b, j] = term_old[j]
+        value[b, j] = val_old[j]
+    num_nodes[b] = count
+
+
+def add_dirichlet_noise(tree: Tree, slots: np.ndarray, rngs: list, weight: float, alpha: float | None) -> None:
+    """Mix Dirichlet noise into the priors of each slot's (expanded) root.
+
+    alpha None scales to the number of legal moves: 0.03 * 361 / legal, as the
+    paper's 0.03 on 19x19 spread over boards of other sizes.
+    """
+    for i, b in enumerate(slots):
+        legal = tree.P[b, 0, :] >= 0
+        n = int(legal.sum())
+        if n == 0:
+            continue
+        a = alpha if alpha is not None else 0.03 * 361 / n
+        noise = rngs[i].dirichlet(np.full(n, a))
+        tree.P[b, 0, legal] = ((1 - weight) * tree.P[b, 0, legal] + weight * noise).astype(np.float32)
+
+
+class Search:
+    """Runs the batched search for a set of slots of a game batch.
+
+    Args:
+        game: the rules.
+        evaluator: object with `needs_planes: bool` and
+            `evaluate(game, batch, slots, paths, depth, inputs) -> (priors [L, A], values [L])`,
+            priors normalised over the legal actions, values from the leaf's side to move.
+        batch_size: number of slots.
+        visits: root visits at which a search stops.
+        c_puct, fpu_reduction: PUCT constants.
+    """
+
+    def __init__(self, game: Game, evaluator, batch_size: int, visits: int,
+                 c_puct: float = 1.5, fpu_reduction: float = 0.25):
+        self.game = game
+        self.evaluator = evaluator
+        self.visits = visits
+        self.c_puct = float(c_puct)
+        self.fpu_reduction = float(fpu_reduction)
+        self.tree = Tree.allocate(batch_size, visits + 2, game.num_actions)
+        max_depth = min(visits + 2, game.max_moves + 1)
+        self._paths = np.zeros((batch_size, max_depth), np.int32)
+        self._depth = np.zeros(batch_size, np.int32)
+        self._leaves = np.zeros(batch_size, np.int32)
+        self.evaluations = 0  # leaves sent to the evaluator (not finished games)
+
+    def run(self, batch, slots: np.ndarray, noise_rngs: list | None = None,
+            noise_weight: float = 0.25, noise_alpha: float | None = None) -> None:
+        """Search every slot in `slots` until its root has `visits` visits.
+
+        With noise_rngs (one numpy Generator per slot), Dirichlet noise is mixed
+        into each root's priors once the root is expanded.
+        """
+        slots = np.asarray(slots, np.int32)
+        if len(slots) == 0:
+            return
+        t = self.tree
+        noise_pending = np.zeros(len(slots), bool)
+        if noise_rngs is not None:
+            expanded = t.expanded[slots, 0]
+            if expanded.any():
+                idx = np.flatnonzero(expanded)
+                add_dirichlet_noise(t, slots[idx], [noise_rngs[i] for i in idx], noise_weight, noise_alpha)
+            noise_pending = ~expanded
+        while True:
+            done = t.expanded[slots, 0] & (
+                (t.root_visits(slots) >= self.visits) | ~np.isnan(t.terminal[slots, 0])
+            )
+            active = slots[~done]
+            if len(active) == 0:
+                return
+            L = len(active)
+            paths, depth, leaves = self._paths[:L], self._depth[:L], self._leaves[:L]
+            _select(t.N, t.W, t.P, t.child, t.parent, t.action, t.expanded, t.terminal, t.value,
+                    t.num_nodes, active, self.c_puct, self.fpu_reduction, paths, depth, leaves)
+            inputs = self.game.leaf_inputs(batch, active, paths, depth, want_planes=self.evaluator.needs_planes)
+            priors, values = self.evaluator.evaluate(self.game, batch, active, paths, depth, inputs)
+            self.evaluations += int(np.isnan(inputs.terminal_value).sum())
+            _expand_backup(t.N, t.W, t.P, t.parent, t.action, t.expanded, t.terminal, t.value,
+                           active, leaves, priors, values, inputs.legal, inputs.terminal_value)
+            if noise_pending.any():
+                now = noise_pending & t.expanded[slots, 0]
+                if now.any():
+                    idx = np.flatnonzero(now)
+                    add_dirichlet_noise(t, slots[idx], [noise_rngs[i] for i in idx], noise_weight, noise_alpha)
+                    noise_pending &= ~now

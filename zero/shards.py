@@ -1,0 +1,174 @@
+"""Self-play shards: many games in one compact, verifiable `.npz` file.
+
+Per position: the input planes bit-packed, the search's visit distribution
+and the game's result z from the side to move's view. Per game: the moves,
+the seed, the result and how it ended. A JSON header carries the format
+version, the game, the shapes and the config. Shards are written with fixed
+zip timestamps so that the same content gives the same bytes, to a temp
+name and then renamed, and read back with `allow_pickle=False`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+SHARD_FORMAT = "zero-shard-v1"
+_FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+class ShardError(ValueError):
+    """A shard file that is missing, corrupt or inconsistent."""
+
+
+@dataclass
+class Shard:
+    """The arrays of one shard. P positions, G games, A actions, planes [C, H, W]."""
+
+    planes: np.ndarray  # [P, ceil(C*H*W/8)] uint8, bit-packed 0/1 input planes
+    policy: np.ndarray  # [P, A] float16, visit distribution at the root (sums to 1)
+    value: np.ndarray  # [P] int8, game result from the side to move's view
+    game_index: np.ndarray  # [P] int32, which game of the shard the position is from
+    moves: np.ndarray  # [G, max_moves] int16, actions played, -1 after the end
+    length: np.ndarray  # [G] int32, moves in each game
+    seed: np.ndarray  # [G] int64, per-game seed
+    result: np.ndarray  # [G] int8, black's view: +1, -1, 0
+    resigned: np.ndarray  # [G] bool, the game ended by resignation
+    no_resign: np.ndarray  # [G] bool, played out with resignation off (calibration game)
+    resign_value: np.ndarray  # [G, 2] float32, lowest resignation statistic of black, white over the game
+    header: dict  # format, game tag, plane shape, num_actions, config, seed
+
+    @property
+    def plane_shape(self) -> tuple[int, int, int]:
+        return tuple(self.header["plane_shape"])
+
+    def unpacked_planes(self, index: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """[n, C, H, W] float32 planes of the positions at `index`."""
+        c, h, w = self.plane_shape
+        bits = np.unpackbits(self.planes[index], axis=1, count=c * h * w)
+        return bits.reshape(-1, c, h, w).astype(np.float32)
+
+
+_ARRAYS = {
+    "planes": np.uint8,
+    "policy": np.float16,
+    "value": np.int8,
+    "game_index": np.int32,
+    "moves": np.int16,
+    "length": np.int32,
+    "seed": np.int64,
+    "result": np.int8,
+    "resigned": np.bool_,
+    "no_resign": np.bool_,
+    "resign_value": np.float32,
+}
+
+
+def pack_planes(planes: np.ndarray) -> np.ndarray:
+    """[n, C, H, W] 0/1 floats -> [n, ceil(C*H*W/8)] uint8."""
+    flat = planes.reshape(planes.shape[0], -1).astype(np.uint8)
+    return np.packbits(flat, axis=1)
+
+
+def _npy_bytes(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+def write_shard(path: str | Path, shard: Shard) -> str:
+    """Write `shard` to `path` atomically; return its sha256."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    members = [("header.npy", _npy_bytes(np.frombuffer(json.dumps(shard.header, sort_keys=True).encode(), np.uint8)))]
+    for name, dtype in _ARRAYS.items():
+        members.append((f"{name}.npy", _npy_bytes(np.asarray(getattr(shard, name), dtype=dtype))))
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+                for name, data in members:
+                    info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
+                    info.compress_type = zipfile.ZIP_DEFLATED
+                    info.external_attr = 0o644 << 16
+                    zf.writestr(info, data, compresslevel=6)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return file_sha256(path)
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_shard(path: str | Path) -> Shard:
+    """Load and check a shard; ShardError naming the file and what is wrong."""
+    path = Path(path)
+    if not path.is_file():
+        raise ShardError(f"{path}: no such shard file")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            names = set(z.files)
+            missing = {"header", *_ARRAYS} - names
+            if missing:
+                raise ShardError(f"{path}: not a zero shard (missing {', '.join(sorted(missing))})")
+            header = json.loads(bytes(z["header"]).decode())
+            arrays = {name: z[name] for name in _ARRAYS}
+    except ShardError:
+        raise
+    except Exception as e:  # bad zip, truncated member, bad JSON
+        raise ShardError(f"{path}: corrupt shard ({type(e).__name__}: {str(e)[:200]})") from None
+    if header.get("format") != SHARD_FORMAT:
+        raise ShardError(f"{path}: unknown shard format {header.get('format')!r}, expected {SHARD_FORMAT!r}")
+    shard = Shard(header=header, **arrays)
+    _check(path, shard)
+    return shard
+
+
+def _check(path: Path, s: Shard) -> None:
+    p, g = len(s.value), len(s.length)
+    c, h, w = s.plane_shape
+    a = s.header["num_actions"]
+    problems = []
+    if s.planes.shape != (p, (c * h * w + 7) // 8):
+        problems.append(f"planes shape {s.planes.shape}")
+    if s.policy.shape != (p, a):
+        problems.append(f"policy shape {s.policy.shape}")
+    if s.game_index.shape != (p,) or (p and (s.game_index.min() < 0 or s.game_index.max() >= g)):
+        problems.append("game_index out of range")
+    if s.resign_value.shape != (g, 2):
+        problems.append(f"resign_value shape {s.resign_value.shape}")
+    for name in ("seed", "result", "resigned", "no_resign"):
+        if getattr(s, name).shape != (g,):
+            problems.append(f"{name} shape {getattr(s, name).shape}")
+    if s.moves.ndim != 2 or s.moves.shape[0] != g:
+        problems.append(f"moves shape {s.moves.shape}")
+    if p and not np.allclose(s.policy.astype(np.float32).sum(axis=1), 1.0, atol=1e-2):
+        problems.append("policy rows do not sum to 1")
+    if problems:
+        raise ShardError(f"{path}: inconsistent shard: {'; '.join(problems)}")
+
+
+def verify_shard(path: str | Path) -> bool:
+    """True if `path` is a complete, readable shard."""
+    try:
+        read_shard(path)
+    except ShardError:
+        return False
+    return True
