@@ -32,22 +32,24 @@ class Engine:
         self._configure(params.game)
 
     def _configure(self, game_config) -> None:
-        self.game = make_game(game_config)
+        game = make_game(game_config)
+        net = self._net
         if self.checkpoint is None:
-            net = init_network(self.params.model_copy(update={"game": game_config}), self.game, self.seed)
-            self._net = net.to(self.device)
-        c = self._net.config
+            net = init_network(self.params.model_copy(update={"game": game_config}), game, self.seed)
+            net = net.to(self.device)
+        c = net.config
         if (c.height, c.width, c.num_actions, c.in_planes) != (
-            self.game.height, self.game.width, self.game.num_actions, self.game.num_planes
+            game.height, game.width, game.num_actions, game.num_planes
         ):
             raise CheckpointError(
                 f"{self.checkpoint}: the network is for a {c.height}x{c.width} board, "
-                f"not {self.game.height}x{self.game.width}"
+                f"not {game.height}x{game.width}"
             )
-        sym = self.game.symmetries() if self.params.mcts.symmetries else None
-        self.evaluator = NetworkEvaluator(self._net, sym, self.seed, self.device)
+        self.game, self._net = game, net
+        sym = game.symmetries() if self.params.mcts.symmetries else None
+        self.evaluator = NetworkEvaluator(net, sym, self.seed, self.device)
         mc = self.params.mcts
-        self.search = Search(self.game, self.evaluator, 1, self.visits, mc.c_puct, mc.fpu_reduction)
+        self.search = Search(game, self.evaluator, 1, self.visits, mc.c_puct, mc.fpu_reduction)
 
     def set_board(self, **game_fields) -> None:
         """Change the board (e.g. size=13, komi=6.5); CheckpointError if the network cannot play it."""

@@ -142,8 +142,8 @@ def run_match(game: Game, a, b, num_games: int, seed: int, concurrent: int = 64,
     def finish(slot: int) -> None:
         nonlocal wins, losses, draws
         rec = slot_rec[slot]
-        mine = rec.result * a_color[slot]
-        wins, losses, draws = wins + (mine > 0), losses + (mine < 0), draws + (mine == 0)
+        mine = int(rec.result) * int(a_color[slot])
+        wins, losses, draws = wins + int(mine > 0), losses + int(mine < 0), draws + int(mine == 0)
         start(slot)
 
     for slot in range(slots_n):

@@ -1,0 +1,25 @@
+import pytest
+
+from zero.config import load_params
+
+TINY = [
+    "game.name=gomoku", "game.height=6", "game.width=6", "game.k=4",
+    "network.size=b1c8", "selfplay.visits=12", "selfplay.concurrent_games=6",
+    "selfplay.games_per_shard=6", "gate.visits=12", "gate.concurrent_games=8",
+    "train.batch_size=32", "train.steps=5", "train.lr_milestones=[3]",
+]
+
+
+@pytest.fixture
+def tiny_params():
+    """Gomoku 6x6, four in a row, a one-block network: fast enough for every test."""
+    return load_params(None, TINY)
+
+
+@pytest.fixture
+def tiny_checkpoint(tiny_params, tmp_path):
+    from zero.network import init_checkpoint
+
+    path = tmp_path / "net.pt"
+    init_checkpoint(tiny_params, path, seed=0)
+    return path

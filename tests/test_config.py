@@ -1,0 +1,55 @@
+"""params.yaml: sections, overrides, and refusals that name the field."""
+
+import pytest
+
+from zero.config import ConfigError, load_params
+
+
+def test_defaults_are_9x9_go_b6c64():
+    p = load_params(None)
+    assert (p.game.name, p.game.size, p.network.size, p.network.blocks, p.network.filters) == ("go", 9, "b6c64", 6, 64)
+    assert p.gate.games == 400 and p.gate.threshold == 0.55
+
+
+def test_overrides_parse_yaml_values(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("selfplay:\n  visits: 50\ngame:\n  komi: 6.5\n")
+    p = load_params(f, ["selfplay.visits=20", "train.lr_milestones=[10, 20]", "game.name=gomoku"])
+    assert p.selfplay.visits == 20 and p.game.komi == 6.5 and p.train.lr_milestones == [10, 20]
+    assert p.game.tag == "gomoku-15x15x5"
+
+
+@pytest.mark.parametrize("text,field", [
+    ("selfplay:\n  visitz: 3\n", "selfplay.visitz: unknown key"),
+    ("game:\n  size: 4\n", "game.size"),
+    ("game:\n  size: 21\n", "game.size"),
+    ("network:\n  size: big\n", "network.size"),
+    ("train:\n  momentum: 1.5\n", "train.momentum"),
+    ("gate:\n  threshold: two\n", "gate.threshold"),
+    ("colour: black\n", "colour: unknown key"),
+    ("- a\n- b\n", "top level must be a mapping"),
+    ("game: [\n", "not valid YAML"),
+])
+def test_bad_params_name_the_field(tmp_path, text, field):
+    f = tmp_path / "bad.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load_params(f)
+    assert field in str(e.value) and "bad.yaml" in str(e.value)
+
+
+def test_bad_override_is_named():
+    with pytest.raises(ConfigError, match="selfplay.visits"):
+        load_params(None, ["selfplay.visits=-3"])
+    with pytest.raises(ConfigError, match="section.key=value"):
+        load_params(None, ["visits"])
+
+
+def test_missing_file_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="nope.yaml"):
+        load_params(tmp_path / "nope.yaml")
+
+
+def test_digest_changes_with_any_value():
+    assert load_params(None).digest() == load_params(None).digest()
+    assert load_params(None).digest() != load_params(None, ["mcts.c_puct=2.0"]).digest()

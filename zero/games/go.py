@@ -1,0 +1,303 @@
+"""Go on an N x N board: positional superko, no suicide, Tromp-Taylor area scoring.
+
+`GoGame` runs many games at once on preallocated arrays (`GoBatch`), with
+the work done by the numba kernels in `go_kernels`; `GoPosition` is a single
+position as a value, for people, GTP and the rules tests.
+
+A game ends after two passes in a row or after the move cap of 2*N*N moves,
+and is then scored as it stands: stones plus empty regions that reach only
+one colour, minus komi; no dead stones are removed.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from zero.games import go_kernels as K
+from zero.games.base import (
+    Game,
+    IllegalMove,
+    LeafInputs,
+    point_to_text,
+    square_symmetries,
+    text_to_point,
+    COLUMNS,
+)
+
+BLACK, WHITE, EMPTY = 1, -1, 0
+STONE_TEXT = {BLACK: "X", WHITE: "O", EMPTY: "."}
+
+
+@dataclass
+class GoBatch:
+    """B game slots. The board of slot b is history[b, length[b]]."""
+
+    history: np.ndarray  # [B, M+1, N*N] int8, board after t moves, t = 0..length (M = max_moves)
+    hashes: np.ndarray  # [B, M+1] uint64, Zobrist hash of each board in history (for superko)
+    length: np.ndarray  # [B] int32, moves played, passes included
+    passes: np.ndarray  # [B] int8, consecutive passes ending the move list
+    to_play: np.ndarray  # [B] int8, +1 black / -1 white
+
+    def __len__(self) -> int:
+        return self.length.shape[0]
+
+    def arrays(self) -> tuple:
+        return self.history, self.hashes, self.length, self.passes, self.to_play
+
+
+class GoGame(Game):
+    """Go rules over batches of game slots (see module docstring)."""
+
+    name = "go"
+
+    def __init__(self, size: int = 9, komi: float = 7.5):
+        if not 5 <= size <= 19:
+            raise ValueError(f"board size {size} is outside 5..19")
+        self.size = size
+        self.komi = float(komi)
+        self.height = self.width = size
+        self.num_points = size * size
+        self.num_actions = self.num_points + 1
+        self.pass_action = self.num_points
+        self.num_planes = 2 * K.HISTORY_PLANES + 1
+        self.max_moves = 2 * self.num_points
+        self._nbrs, self._diags = K.neighbour_tables(size)
+        self._zobrist = K.zobrist_table(size)
+        self._symmetries = square_symmetries(size, size, extra_actions=1)
+
+    def __repr__(self) -> str:
+        return f"GoGame(size={self.size}, komi={self.komi})"
+
+    # --- batches ---------------------------------------------------------------
+    def new_batch(self, size: int) -> GoBatch:
+        return GoBatch(
+            history=np.zeros((size, self.max_moves + 1, self.num_points), np.int8),
+            hashes=np.zeros((size, self.max_moves + 1), np.uint64),
+            length=np.zeros(size, np.int32),
+            passes=np.zeros(size, np.int8),
+            to_play=np.ones(size, np.int8),
+        )
+
+    def reset(self, batch: GoBatch, i: int) -> None:
+        batch.history[i, 0] = EMPTY
+        batch.hashes[i, 0] = 0
+        batch.length[i] = 0
+        batch.passes[i] = 0
+        batch.to_play[i] = BLACK
+
+    def copy_slot(self, src_batch: GoBatch, i: int, dst_batch: GoBatch, j: int) -> None:
+        n = int(src_batch.length[i]) + 1
+        dst_batch.history[j, :n] = src_batch.history[i, :n]
+        dst_batch.hashes[j, :n] = src_batch.hashes[i, :n]
+        dst_batch.length[j] = src_batch.length[i]
+        dst_batch.passes[j] = src_batch.passes[i]
+        dst_batch.to_play[j] = src_batch.to_play[i]
+
+    def set_position(self, batch: GoBatch, i: int, board: np.ndarray, to_play: int = BLACK) -> None:
+        """Start slot i from an arbitrary board (int8 [N, N]) with `to_play` to move; no earlier history."""
+        flat = np.ascontiguousarray(board, dtype=np.int8).reshape(self.num_points)
+        self.reset(batch, i)
+        batch.history[i, 0] = flat
+        batch.hashes[i, 0] = K.board_hash(flat, self._zobrist)
+        batch.to_play[i] = to_play
+
+    def board(self, batch: GoBatch, i: int) -> np.ndarray:
+        """int8 [N, N] copy of slot i's board."""
+        return batch.history[i, batch.length[i]].reshape(self.size, self.size).copy()
+
+    def play(self, batch: GoBatch, i: int, action: int) -> None:
+        action = int(action)
+        if not 0 <= action < self.num_actions:
+            raise IllegalMove(str(action), f"not an action on a {self.size}x{self.size} board", self.render(batch, i))
+        if self.is_over(batch, i):
+            raise IllegalMove(self.action_to_text(action), "game is over", self.render(batch, i))
+        status = K.play_slot(*batch.arrays(), i, action, self._zobrist, self._nbrs)
+        if status != K.LEGAL:
+            raise IllegalMove(self.action_to_text(action), K.REASONS[status], self.render(batch, i))
+
+    def legal_mask(self, batch: GoBatch, i: int) -> np.ndarray:
+        slots = np.array([i], np.int32)
+        return self.leaf_inputs(batch, slots, np.zeros((1, 0), np.int32), np.zeros(1, np.int32), False).legal[0]
+
+    def to_play(self, batch: GoBatch, i: int) -> int:
+        return int(batch.to_play[i])
+
+    def move_count(self, batch: GoBatch, i: int) -> int:
+        return int(batch.length[i])
+
+    def is_over(self, batch: GoBatch, i: int) -> bool:
+        return bool(batch.passes[i] >= 2 or batch.length[i] >= self.max_moves)
+
+    def outcome(self, batch: GoBatch, i: int) -> float:
+        return float(np.sign(self.score(batch, i)))
+
+    def score(self, batch: GoBatch, i: int) -> float:
+        return float(K.slot_score(batch.history, batch.length, i, self._nbrs, self.komi))
+
+    # --- leaves ----------------------------------------------------------------
+    def leaf_inputs(self, batch: GoBatch, slots, paths, depth, want_planes: bool = True) -> LeafInputs:
+        slots = np.ascontiguousarray(slots, dtype=np.int32)
+        paths = np.ascontiguousarray(paths, dtype=np.int32).reshape(len(slots), -1)
+        depth = np.ascontiguousarray(depth, dtype=np.int32)
+        L = len(slots)
+        legal = np.zeros((L, self.num_actions), np.bool_)
+        terminal = np.empty(L, np.float32)
+        planes = np.zeros((L if want_planes else 0, self.num_planes, self.num_points), np.float32)
+        K.leaf_inputs(*batch.arrays(), slots, paths, depth, want_planes, self.max_moves, self.komi,
+                      self._zobrist, self._nbrs, legal, terminal, planes)
+        shaped = planes.reshape(L, self.num_planes, self.size, self.size) if want_planes else None
+        return LeafInputs(legal=legal, terminal_value=terminal, planes=shaped)
+
+    def rollout_values(self, batch: GoBatch, slots, paths, depth, seed: int) -> np.ndarray:
+        slots = np.ascontiguousarray(slots, dtype=np.int32)
+        paths = np.ascontiguousarray(paths, dtype=np.int32).reshape(len(slots), -1)
+        depth = np.ascontiguousarray(depth, dtype=np.int32)
+        out = np.empty(len(slots), np.float32)
+        K.rollouts(*batch.arrays(), slots, paths, depth, K.rng_state(seed), self.max_moves, self.komi,
+                   self._zobrist, self._nbrs, self._diags, out)
+        return out
+
+    def symmetries(self) -> np.ndarray:
+        return self._symmetries
+
+    # --- text --------------------------------------------------------------------
+    def action_to_text(self, action: int) -> str:
+        if action == self.pass_action:
+            return "pass"
+        return point_to_text(int(action), self.size, self.size)
+
+    def text_to_action(self, text: str) -> int:
+        if text.strip().lower() == "pass":
+            return self.pass_action
+        return text_to_point(text, self.size, self.size)
+
+    def render(self, batch: GoBatch, i: int) -> str:
+        return render_board(self.board(batch, i))
+
+    # --- benchmark -----------------------------------------------------------------
+    def random_moves_per_second(self, seconds: float = 2.0, games: int = 64, seed: int = 0) -> dict:
+        """Speed of uniformly random legal play on `games` slots, single-threaded (JIT warmed first)."""
+        batch, rng = self.new_batch(games), K.rng_state(seed)
+        K.random_games(*batch.arrays(), 100, self.max_moves, rng, self._zobrist, self._nbrs, self._diags)
+        chunk = 10_000
+        moves, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            moves += K.random_games(*batch.arrays(), chunk, self.max_moves, rng, self._zobrist, self._nbrs, self._diags)
+        elapsed = time.perf_counter() - start
+        return {"moves": moves, "seconds": elapsed, "moves_per_s": moves / elapsed}
+
+
+def render_board(board: np.ndarray) -> str:
+    """ASCII board with GTP coordinates: X black, O white, `.` empty."""
+    n = board.shape[0]
+    letters = "    " + " ".join(COLUMNS[:n])
+    lines = [letters]
+    for r in range(n):
+        row = " ".join(STONE_TEXT[int(v)] for v in board[r])
+        lines.append(f"{n - r:>3} {row} {n - r}")
+    lines.append(letters)
+    return "\n".join(lines)
+
+
+@functools.lru_cache(maxsize=None)
+def _game(size: int, komi: float) -> GoGame:
+    return GoGame(size, komi)
+
+
+class GoPosition:
+    """One Go position as a value: `play` returns a new position and never changes this one."""
+
+    def __init__(self, game: GoGame, batch: GoBatch, moves: tuple[int, ...] = ()):
+        self._game = game
+        self._batch = batch  # one slot, owned by this position and never written after construction
+        self._moves = tuple(moves)
+
+    @classmethod
+    def initial(cls, size: int = 9, komi: float = 7.5) -> "GoPosition":
+        game = _game(size, float(komi))
+        return cls(game, game.new_batch(1))
+
+    @classmethod
+    def from_ascii(cls, text: str, komi: float = 7.5, to_play: int = BLACK) -> "GoPosition":
+        """A position from rows of `X` (black), `O` (white), `.` (empty), top row first; spaces ignored."""
+        rows = [line.replace(" ", "") for line in text.strip().splitlines()]
+        rows = [r for r in rows if r]
+        n = len(rows)
+        if any(len(r) != n for r in rows):
+            raise ValueError(f"board is not square: rows of lengths {[len(r) for r in rows]}")
+        code = {"X": BLACK, "O": WHITE, ".": EMPTY}
+        try:
+            board = np.array([[code[ch] for ch in r] for r in rows], np.int8)
+        except KeyError as e:
+            raise ValueError(f"unknown board character {e.args[0]!r} (use X, O, .)") from None
+        game = _game(n, float(komi))
+        batch = game.new_batch(1)
+        game.set_position(batch, 0, board, to_play)
+        return cls(game, batch)
+
+    # --- moves -------------------------------------------------------------------------
+    def play(self, move: int | str) -> "GoPosition":
+        """The position after `move` (an action or GTP text such as "D4" / "pass"); IllegalMove if not legal."""
+        action = self._game.text_to_action(move) if isinstance(move, str) else int(move)
+        batch = self._game.new_batch(1)
+        self._game.copy_slot(self._batch, 0, batch, 0)
+        self._game.play(batch, 0, action)
+        return GoPosition(self._game, batch, self._moves + (action,))
+
+    def legal_actions(self) -> list[int]:
+        return [int(a) for a in np.flatnonzero(self._game.legal_mask(self._batch, 0))]
+
+    # --- views -------------------------------------------------------------------------
+    @property
+    def game(self) -> GoGame:
+        return self._game
+
+    @property
+    def batch(self) -> GoBatch:
+        """The one-slot batch holding this position (read it, don't write it)."""
+        return self._batch
+
+    @property
+    def size(self) -> int:
+        return self._game.size
+
+    @property
+    def komi(self) -> float:
+        return self._game.komi
+
+    @property
+    def to_play(self) -> int:
+        return self._game.to_play(self._batch, 0)
+
+    @property
+    def board(self) -> np.ndarray:
+        return self._game.board(self._batch, 0)
+
+    @property
+    def moves(self) -> list[int]:
+        return list(self._moves)
+
+    @property
+    def is_over(self) -> bool:
+        return self._game.is_over(self._batch, 0)
+
+    def score(self) -> float:
+        return self._game.score(self._batch, 0)
+
+    def result_text(self) -> str:
+        """GTP/SGF result: "B+3.5", "W+0.5", or "0" for a tie."""
+        s = self.score()
+        if s == 0:
+            return "0"
+        return f"{'B' if s > 0 else 'W'}+{abs(s):g}"
+
+    def render(self) -> str:
+        return render_board(self.board)
+
+    def __repr__(self) -> str:
+        side = "black" if self.to_play == BLACK else "white"
+        return f"GoPosition(size={self.size}, komi={self.komi}, {side} to play)\n{self.render()}"

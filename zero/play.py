@@ -1,0 +1,242 @@
+"""Play against the engine in the terminal (`zero play`), Go or Gomoku.
+
+The person types GTP vertices (`D4`), `pass` (Go), `undo`, `resign`, `quit`
+or `help`; anything else is explained and asked again. The board is drawn
+with colours through rich when the output is a terminal, as plain text
+otherwise, so a game can be scripted through StringIO.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from zero.games.base import COLUMNS, IllegalMove, point_to_text, text_to_point
+
+HELP = "Type a vertex such as D4, or pass, undo, resign, quit, help."
+_STONE = {1: "X", -1: "O", 0: "."}
+_NAME = {1: "Black", -1: "White"}
+
+
+def _colour(value) -> int:
+    if value in (1, -1):
+        return int(value)
+    text = str(value).strip().lower()
+    if text in ("b", "black", "x"):
+        return 1
+    if text in ("w", "white", "o"):
+        return -1
+    raise ValueError(f"colour must be black or white, got {value!r}")
+
+
+class _Screen:
+    """Writes lines and boards: rich markup on a terminal, plain text elsewhere."""
+
+    def __init__(self, stdout: TextIO):
+        self.stdout = stdout
+        self.console = None
+        if getattr(stdout, "isatty", lambda: False)():
+            from rich.console import Console
+
+            self.console = Console(file=stdout, highlight=False)
+
+    def say(self, text: str = "") -> None:
+        if self.console is not None:
+            self.console.print(text, markup=False)
+        else:
+            self.stdout.write(text + "\n")
+            self.stdout.flush()
+
+    def ask(self, prompt: str) -> None:
+        self.stdout.write(prompt)
+        self.stdout.flush()
+
+    def board(self, board, last: int | None) -> None:
+        """Draw a [H, W] board of +1/-1/0 with the last move in parentheses."""
+        height, width = board.shape
+        letters = "   " + "".join(" " + COLUMNS[c] for c in range(width))
+        rows = [letters]
+        for r in range(height):
+            sep = [" "] * (width + 1)  # sep[c] goes before column c
+            if last is not None and last // width == r:
+                sep[last % width], sep[last % width + 1] = "(", ")"
+            line = ""
+            for c in range(width):
+                v = int(board[r, c])
+                cell = _STONE[v]
+                if self.console is not None and v:
+                    cell = f"[{'bold yellow' if v == 1 else 'bold cyan'}]{cell}[/]"
+                line += sep[c] + cell
+            rows.append(f"{height - r:3d}{line}{sep[width]}{height - r}")
+        rows.append(letters)
+        if self.console is not None:
+            for row in rows:
+                self.console.print(row)
+        else:
+            self.stdout.write("\n".join(rows) + "\n")
+            self.stdout.flush()
+
+
+def _start(game):
+    if game.name == "go":
+        from zero.games.go import GoPosition
+
+        return GoPosition.initial(size=game.height, komi=game.komi)
+    from zero.games.gomoku import GomokuPosition
+
+    return GomokuPosition.initial(height=game.height, width=game.width, k=game.k)
+
+
+def _text(action: int, game) -> str:
+    if game.name == "go" and action == game.height * game.width:
+        return "pass"
+    return point_to_text(action, game.height, game.width)
+
+
+def _last_point(position, game) -> int | None:
+    moves = list(position.moves)
+    if not moves or moves[-1] >= game.height * game.width:
+        return None
+    return moves[-1]
+
+
+def _result(position, game) -> str:
+    """The end of a finished game in words, with its SGF-style result."""
+    if game.name == "go":
+        s = position.score()
+        text = "0" if s == 0 else f"{'B' if s > 0 else 'W'}+{abs(s):g}"
+        return f"Final score (Tromp-Taylor, komi {position.komi:g}): {text}"
+    winner = position.winner
+    if not winner:
+        return "The board is full: a draw (0)"
+    return f"{_NAME[winner]} wins with {game.k} in a row ({'B' if winner == 1 else 'W'}+)"
+
+
+def run_play(params, model: str | None, visits: int | None, human_color, stdin: TextIO, stdout: TextIO,
+             engine=None) -> int:
+    """Play one game against the engine; exit status 0 (2 if the model cannot be loaded).
+
+    Args:
+        params: Params (the game and the search).
+        model: network checkpoint, None for a fresh network.
+        visits: search visits per engine move (None: the params' default).
+        human_color: the person's colour: +1/-1 or "black"/"white".
+        engine: an already built Engine (tests), instead of building one from params and model.
+    """
+    human = _colour(human_color)
+    if engine is None:
+        from zero.engine import Engine
+
+        try:
+            engine = Engine(params, checkpoint=model, visits=visits)
+        except ValueError as e:  # CheckpointError names the file and what is wrong
+            print(f"zero play: error: {e}", file=sys.stderr)
+            return 2
+    game = engine.game
+    screen = _Screen(stdout)
+    history = [_start(game)]
+    n = game.height * game.width
+
+    screen.say(f"zero: {game.name} on {game.height}x{game.width}; you are {_NAME[human]} ({_STONE[human]}).")
+    if game.name == "go":
+        screen.say("Tromp-Taylor rules: every stone on the board counts as alive at the end, "
+                   "so capture dead stones before passing. Two passes end the game.")
+    screen.say(HELP)
+
+    show = True  # draw the board before the next prompt
+    while not history[-1].is_over:
+        position = history[-1]
+        if position.to_play != human:
+            action = engine.genmove(position)
+            if action is None:
+                screen.say(f"zero ({_NAME[-human]}) resigns. You win: {'B' if human == 1 else 'W'}+R")
+                return 0
+            history.append(position.play(action))
+            move = "passes" if action == n and game.name == "go" else f"plays {_text(action, game)}"
+            screen.say(f"zero ({_NAME[-human]}) {move}")
+            show = True
+            continue
+
+        if show:
+            screen.say()
+            screen.board(position.board, _last_point(position, game))
+            show = False
+        screen.ask(f"{_NAME[human]} ({_STONE[human]}) to play> ")
+        line = stdin.readline()
+        if not line:
+            screen.say("\nEnd of input: game abandoned.")
+            return 0
+        word = line.strip()
+        command = word.lower()
+        if not command:
+            continue
+        if command in ("quit", "exit", "q"):
+            screen.say("Game abandoned.")
+            return 0
+        if command in ("help", "?", "h"):
+            screen.say(HELP)
+            continue
+        if command == "resign":
+            screen.say(f"You resign. zero wins: {'B' if human == -1 else 'W'}+R")
+            return 0
+        if command == "undo":
+            played = len(history) - 1
+            mine = [i for i in range(played) if (1 if i % 2 == 0 else -1) == human]
+            if not mine:
+                screen.say("Nothing to undo: you have not moved yet.")
+                continue
+            del history[mine[-1] + 1 :]  # back to just before your last move
+            screen.say(f"Took back your last move ({_text(position.moves[mine[-1]], game)}) and zero's reply.")
+            show = True
+            continue
+        if command == "pass":
+            if game.name != "go":
+                screen.say("Gomoku has no pass. " + HELP)
+                continue
+            action = n
+        else:
+            try:
+                action = text_to_point(word, game.height, game.width)
+            except ValueError as e:
+                screen.say(f"Not a move: {e}. {HELP}")
+                continue
+        try:
+            history.append(position.play(action))
+        except IllegalMove as e:
+            screen.say(f"Illegal move {_text(action, game)}: {e.reason}. Try again.")
+            continue
+        screen.say(f"You ({_NAME[human]}) {'pass' if command == 'pass' else 'play ' + _text(action, game)}")
+
+    final = history[-1]
+    screen.say()
+    screen.board(final.board, _last_point(final, game))
+    screen.say(_result(final, game))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m zero.play [--params FILE] [--model PATH] [--visits N] [--color black|white]`."""
+    import argparse
+    from pathlib import Path
+
+    from zero.config import ConfigError, load_params
+
+    parser = argparse.ArgumentParser(prog="zero play", description="play against the engine in the terminal")
+    parser.add_argument("--params", default=None)
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    parser.add_argument("--model", default=None)
+    parser.add_argument("--visits", type=int, default=None)
+    parser.add_argument("--color", default="black")
+    args = parser.parse_args(argv)
+    path = args.params if args.params is not None or not Path("params.yaml").is_file() else "params.yaml"
+    try:
+        params = load_params(path, args.set)
+        colour = _colour(args.color)
+    except (ConfigError, ValueError) as e:
+        print(f"zero play: error: {e}", file=sys.stderr)
+        return 2
+    return run_play(params, args.model, args.visits, colour, sys.stdin, sys.stdout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
