@@ -94,6 +94,7 @@ class SelfPlayConfig(_Section):
     resign_playout_share: float = Field(0.1, ge=0, le=1)
     reuse_tree: bool = True
     device: str = "auto"
+    threads: int = Field(0, ge=0)  # torch CPU threads; 0 = one per core
 
 
 class TrainConfig(_Section):
@@ -107,6 +108,7 @@ class TrainConfig(_Section):
     window_generations: int = Field(4, ge=1)
     max_window_positions: int = Field(500_000, ge=1)
     device: str = "auto"
+    threads: int = Field(0, ge=0)  # torch CPU threads; 0 = one per core
 
 
 class GateConfig(_Section):
@@ -117,6 +119,7 @@ class GateConfig(_Section):
     opening_moves: int = Field(6, ge=0)
     sequential: bool = True
     device: str = "auto"
+    threads: int = Field(0, ge=0)  # torch CPU threads; 0 = one per core
 
 
 class PipelineConfig(_Section):

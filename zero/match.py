@@ -17,7 +17,7 @@ import numpy as np
 from zero.evaluator import NetworkEvaluator, RolloutEvaluator
 from zero.games import Game, make_game
 from zero.mcts import Search
-from zero.network import init_network, load_checkpoint, pick_device
+from zero.network import init_network, load_checkpoint, pick_device, set_threads
 from zero.selfplay import GameRecord, choose_moves, game_seed, write_sgfs
 from zero.stats import MatchResult, gate_status
 
@@ -185,6 +185,7 @@ def play_match(params, a: str, b: str, num_games: int, seed: int, sgf_dir: str |
     """
     game = make_game(params.game)
     g = params.gate
+    set_threads(g.threads)
     visits = visits or g.visits
     pa = make_player(a, params, game, visits, seed)
     pb = make_player(b, params, game, visits, seed + 1)

@@ -101,6 +101,17 @@ def pick_device(name: str = "auto") -> torch.device:
     return torch.device(name)
 
 
+def set_threads(threads: int) -> None:
+    """Use `threads` CPU threads for torch (0 leaves torch's default: one per core).
+
+    Several processes sharing a machine should split its cores: OpenMP threads
+    of oversubscribed processes spin against each other and can run a hundred
+    times slower.
+    """
+    if threads > 0:
+        torch.set_num_threads(threads)
+
+
 def save_checkpoint(net: ZeroNet, path: str | Path, meta: dict | None = None) -> None:
     """Write state_dict + config + meta to `path` atomically."""
     path = Path(path)

@@ -20,7 +20,7 @@ import torch
 from zero.evaluator import NetworkEvaluator
 from zero.games import Game, make_game
 from zero.mcts import Search
-from zero.network import load_checkpoint, pick_device
+from zero.network import load_checkpoint, pick_device, set_threads
 from zero.shards import SHARD_FORMAT, Shard, pack_planes, write_shard
 
 
@@ -204,6 +204,7 @@ def play_shard(params, checkpoint: str | Path, out_path: str | Path, seed: int,
     sha256 of the shard, seconds, and network evaluations per second.
     """
     game = make_game(params.game)
+    set_threads(params.selfplay.threads)
     device = pick_device(params.selfplay.device)
     net, _ = load_checkpoint(checkpoint, device)
     torch.manual_seed(seed)

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from zero.games.base import square_symmetries
-from zero.network import load_checkpoint, pick_device, save_checkpoint
+from zero.network import load_checkpoint, pick_device, save_checkpoint, set_threads
 from zero.shards import file_sha256, read_shard
 
 METRIC_KEYS = ("loss", "policy_loss", "value_loss", "l2", "entropy", "lr", "positions_per_s")
@@ -180,6 +180,7 @@ def train(
         averaged over the last ~10% of steps.
     """
     cfg = params.train
+    set_threads(cfg.threads)
     device = pick_device(cfg.device)
     started = time.perf_counter()
     net, init_meta = load_checkpoint(init_checkpoint, device)

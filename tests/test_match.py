@@ -1,0 +1,77 @@
+"""Matches: colours alternate, openings vary, baselines order as they should, the sequential gate stops early."""
+
+import json
+
+import numpy as np
+
+from zero.games import make_game
+from zero.match import MCTSPlayer, RandomPlayer, make_player, play_match, run_match
+from zero.evaluator import RolloutEvaluator
+
+
+def test_pure_mcts_beats_random(tiny_params):
+    game = make_game(tiny_params.game)
+    a = make_player("mcts:200", tiny_params, game, visits=0, seed=1)
+    b = RandomPlayer(seed=2)
+    out = run_match(game, a, b, num_games=20, seed=0, concurrent=10, opening_moves=0)
+    assert out.result.games == 20
+    assert out.result.wins >= 17, out.result
+
+
+def test_colours_alternate_and_openings_differ(tiny_params, tiny_checkpoint):
+    game = make_game(tiny_params.game)
+    a = make_player(str(tiny_checkpoint), tiny_params, game, visits=40, seed=0)
+    b = make_player(str(tiny_checkpoint), tiny_params, game, visits=40, seed=0)
+    out = run_match(game, a, b, num_games=8, seed=5, concurrent=8, opening_moves=3)
+    openings = {tuple(r.moves[:3]) for r in out.records}
+    assert len(openings) >= 5  # sampled openings make the games differ
+
+
+class ColourRecorder(RandomPlayer):
+    """A random player that notes which colour it moved for in which game."""
+
+    def __init__(self, seed, log):
+        super().__init__(seed)
+        self.log = log
+
+    def choose(self, slots, sample, rngs):
+        for s in slots:
+            self.log.append((id(rngs), int(s), self.game.to_play(self.batch, int(s)), self.game.move_count(self.batch, int(s))))
+        return super().choose(slots, sample, rngs)
+
+
+def test_player_a_is_black_in_even_games():
+    from zero.config import load_params
+
+    params = load_params(None, ["game.name=gomoku", "game.height=6", "game.width=6", "game.k=4"])
+    game = make_game(params.game)
+    log_a, log_b = [], []
+    out = run_match(game, ColourRecorder(1, log_a), ColourRecorder(2, log_b), num_games=6, seed=0,
+                    concurrent=6, opening_moves=0)
+    # slot i plays game i first: a opens (black) in games 0, 2, 4, b in 1, 3, 5
+    first_moves_a = {slot for _, slot, colour, count in log_a if count == 0}
+    first_moves_b = {slot for _, slot, colour, count in log_b if count == 0}
+    assert first_moves_a == {0, 2, 4} and first_moves_b == {1, 3, 5}
+    assert all(colour == 1 for _, _, colour, count in log_a + log_b if count == 0)
+    r = out.result
+    assert r.wins + r.losses + r.draws == 6
+
+
+def test_sequential_gate_stops_once_decided(tiny_params):
+    game = make_game(tiny_params.game)
+    strong = MCTSPlayer("mcts", RolloutEvaluator(1), 200)
+    weak = RandomPlayer(3)
+    out = run_match(game, strong, weak, num_games=40, seed=0, concurrent=2, opening_moves=0,
+                    stop_early=(40, 0.55))
+    r = out.result
+    assert r.games < 40
+    # it stopped because 22 points (55% of 40) were in hand
+    assert r.wins + r.draws / 2 >= 22
+
+
+def test_play_match_writes_sgf_and_json(tiny_params, tiny_checkpoint, tmp_path):
+    result = play_match(tiny_params, str(tiny_checkpoint), "random", num_games=4, seed=1, sgf_dir=tmp_path)
+    d = result.to_dict()
+    json.dumps(d)
+    assert d["games"] == 4 and d["wins"] + d["losses"] + d["draws"] == 4
+    assert len(list(tmp_path.glob("match-*.sgf"))) == 4
