@@ -176,11 +176,13 @@ def main(argv: list[str] | None = None) -> int:
     from zero.games.base import IllegalMove
     from zero.network import CheckpointError
     from zero.shards import ShardError
+    from zero.sgf import SgfError
+    from zero.train import WindowError
 
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (ConfigError, CheckpointError, ShardError, IllegalMove, FileNotFoundError) as e:
+    except (ConfigError, CheckpointError, ShardError, WindowError, SgfError, IllegalMove, FileNotFoundError) as e:
         print(f"zero: error: {e}", file=sys.stderr)
         return 2
 

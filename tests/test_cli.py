@@ -1,0 +1,68 @@
+"""The `zero` command line, run as a user would: init, selfplay, train, match, bench, and its errors."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import TINY
+
+ZERO = [sys.executable, "-m", "zero.cli"]
+
+
+def run(*args, cwd, check=True):
+    sets = [x for o in TINY for x in ("--set", o)]
+    proc = subprocess.run([*ZERO, *args[:1], *sets, *args[1:]], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    if check and proc.returncode != 0:
+        raise AssertionError(f"zero {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def test_init_selfplay_train_match(tmp_path):
+    run("init", "--out", "g0.pt", "--seed", "1", cwd=tmp_path)
+    out = run("selfplay", "--model", "g0.pt", "--out", "games/s0.npz", "--seed", "2", "--sgf-dir", "sgf", cwd=tmp_path)
+    summary = json.loads(out.stdout)
+    assert summary["games"] == 6 and (tmp_path / "games/s0.npz").is_file()
+    assert len(list((tmp_path / "sgf").glob("*.sgf"))) == 6
+    run("train", "--init", "g0.pt", "--data", "games/s0.npz", "--out", "g1.pt", "--seed", "3",
+        "--metrics-out", "m.jsonl", cwd=tmp_path)
+    lines = [json.loads(x) for x in (tmp_path / "m.jsonl").read_text().splitlines()]
+    assert len(lines) == 5 and {"loss", "policy_loss", "value_loss", "entropy", "lr", "positions_per_s"} <= set(lines[0])
+    out = run("match", "--a", "g1.pt", "--b", "g0.pt", "--games", "4", "--seed", "4", "--out", "r.json", cwd=tmp_path)
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["games"] == 4 and json.loads(out.stdout) == result
+
+
+def test_bench_json(tmp_path):
+    out = run("bench", "--json", "--seconds", "2", "--games", "4", "--visits", "4", cwd=tmp_path)
+    figures = json.loads(out.stdout)
+    for key in ("nn_positions_per_s", "selfplay_positions_per_s", "selfplay_evals_per_s",
+                "search_efficiency", "engine_moves_per_s", "peak_rss_mb", "settings"):
+        assert key in figures
+    assert figures["settings"]["concurrent_games"] == 4 and figures["engine_moves_per_s"] > 0
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["selfplay", "--model", "missing.pt", "--out", "x.npz"], "missing.pt"),
+    (["train", "--init", "bad.pt", "--data", "x.npz", "--out", "y.pt"], "bad.pt"),
+    (["init", "--out", "z.pt", "--set", "selfplay.visitz=3"], "selfplay.visitz: unknown key"),
+    (["init", "--out", "z.pt", "--set", "game.size=3"], "game.size"),
+])
+def test_errors_name_what_was_wrong(tmp_path, args, needle):
+    (tmp_path / "bad.pt").write_bytes(b"garbage")
+    proc = run(*args, cwd=tmp_path, check=False)
+    assert proc.returncode == 2
+    assert needle in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "z.pt").exists() and not (tmp_path / "y.pt").exists()
+
+
+def test_corrupt_shard_in_training_is_named(tmp_path):
+    run("init", "--out", "g0.pt", cwd=tmp_path)
+    (tmp_path / "broken.npz").write_bytes(b"PK\x03\x04 not really")
+    proc = run("train", "--init", "g0.pt", "--data", "broken.npz", "--out", "g1.pt", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "broken.npz" in proc.stderr
+    assert not (tmp_path / "g1.pt").exists()
