@@ -9,14 +9,14 @@ checkpoint holds tensors and plain values only and can never run code.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from zero.fileio import atomic_write
 
 CHECKPOINT_FORMAT = "zero-checkpoint-v1"
 
@@ -114,24 +114,14 @@ def set_threads(threads: int) -> None:
 
 def save_checkpoint(net: ZeroNet, path: str | Path, meta: dict | None = None) -> None:
     """Write state_dict + config + meta to `path` atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     blob = {
         "format": CHECKPOINT_FORMAT,
         "config": asdict(net.config),
         "state_dict": {k: v.detach().cpu().clone() for k, v in net.state_dict().items()},
         "meta": dict(meta or {}),
     }
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(blob, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(path) as f:
+        torch.save(blob, f)
 
 
 def net_from_parts(config: dict, state_dict: dict) -> ZeroNet:

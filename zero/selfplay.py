@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from zero.evaluator import NetworkEvaluator
+from zero.fileio import atomic_write_text
 from zero.games import Game, make_game
 from zero.mcts import Search
 from zero.network import load_checkpoint, pick_device, set_threads
@@ -189,9 +190,7 @@ def write_sgfs(records: list[GameRecord], params, sgf_dir: str | Path, prefix: s
         text = game_to_sgf(rec.moves, game=g.name, result=rec.result_text(),
                            comment=f"zero self-play, seed {rec.seed}", **size)
         path = sgf_dir / f"{prefix}-{rec.index:04d}.sgf"
-        tmp = path.with_suffix(".sgf.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        atomic_write_text(path, text)
         paths.append(path)
     return paths
 

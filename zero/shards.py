@@ -13,13 +13,13 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from zero.fileio import atomic_write
 
 SHARD_FORMAT = "zero-shard-v1"
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
@@ -86,26 +86,16 @@ def _npy_bytes(arr: np.ndarray) -> bytes:
 
 def write_shard(path: str | Path, shard: Shard) -> str:
     """Write `shard` to `path` atomically; return its sha256."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     members = [("header.npy", _npy_bytes(np.frombuffer(json.dumps(shard.header, sort_keys=True).encode(), np.uint8)))]
     for name, dtype in _ARRAYS.items():
         members.append((f"{name}.npy", _npy_bytes(np.asarray(getattr(shard, name), dtype=dtype))))
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-                for name, data in members:
-                    info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
-                    info.compress_type = zipfile.ZIP_DEFLATED
-                    info.external_attr = 0o644 << 16
-                    zf.writestr(info, data, compresslevel=6)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(path) as f:
+        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for name, data in members:
+                info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = 0o644 << 16
+                zf.writestr(info, data, compresslevel=6)
     return file_sha256(path)
 
 
