@@ -34,7 +34,7 @@ def test_go_colour_flip():
     assert a.legal_actions() == b.legal_actions()
     assert a.score() == -b.score()
     # the same move played in both keeps them mirror images
-    a2, b2 = a.play("C3"), b.play("C3")  # captures the stone at B3... in both
+    a2, b2 = a.play("C3"), b.play("C3")
     np.testing.assert_array_equal(a2.board, -b2.board)
     np.testing.assert_array_equal(planes_of(a2)[:16], planes_of(b2)[:16])
 

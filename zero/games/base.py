@@ -178,3 +178,65 @@ def text_to_point(text: str, height: int, width: int) -> int:
     if c >= width or not 1 <= row_num <= height:
         raise ValueError(f"{text!r} is off the {height}x{width} board")
     return (height - row_num) * width + c
+
+
+class Position:
+    """One position as a value, held in a one-slot batch: `play` returns a new position.
+
+    Subclasses add their constructors (`initial`, `from_ascii`) and game-specific views.
+    """
+
+    def __init__(self, game: Game, batch, moves: tuple[int, ...] = ()):
+        self.game = game
+        self.batch = batch  # one slot, never written after construction
+        self._moves = tuple(moves)  # actions played since the position was set up
+
+    def _action(self, move: int | str) -> int:
+        """An action from an int or GTP text; IllegalMove naming the text if it is not a point here."""
+        if not isinstance(move, str):
+            return int(move)
+        try:
+            return self.game.text_to_action(move)
+        except ValueError:
+            no_pass = move.strip().lower() == "pass" and self.game.pass_action < 0
+            reason = f"{self.game.name} has no pass" if no_pass else "off the board"
+            raise IllegalMove(move, reason, self.render()) from None
+
+    def play(self, move: int | str):
+        """The position after the side to move plays `move` (action or GTP text); IllegalMove if not legal."""
+        action = self._action(move)
+        batch = self.game.new_batch(1)
+        self.game.copy_slot(self.batch, 0, batch, 0)
+        self.game.play(batch, 0, action)
+        return type(self)(self.game, batch, self._moves + (action,))
+
+    def legal_actions(self) -> list[int]:
+        return np.flatnonzero(self.game.legal_mask(self.batch, 0)).tolist()
+
+    def planes(self) -> np.ndarray:
+        """[C, H, W] float32 network input planes of this position."""
+        one = np.zeros(1, np.int32)
+        return self.game.leaf_inputs(self.batch, one, np.zeros((1, 1), np.int32), one).planes[0]
+
+    @property
+    def moves(self) -> list[int]:
+        return list(self._moves)
+
+    @property
+    def to_play(self) -> int:
+        return self.game.to_play(self.batch, 0)
+
+    @property
+    def is_over(self) -> bool:
+        return self.game.is_over(self.batch, 0)
+
+    @property
+    def height(self) -> int:
+        return self.game.height
+
+    @property
+    def width(self) -> int:
+        return self.game.width
+
+    def render(self) -> str:
+        return self.game.render(self.batch, 0)

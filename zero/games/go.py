@@ -22,6 +22,7 @@ from zero.games.base import (
     Game,
     IllegalMove,
     LeafInputs,
+    Position,
     point_to_text,
     square_symmetries,
     text_to_point,
@@ -208,13 +209,8 @@ def _game(size: int, komi: float) -> GoGame:
     return GoGame(size, komi)
 
 
-class GoPosition:
+class GoPosition(Position):
     """One Go position as a value: `play` returns a new position and never changes this one."""
-
-    def __init__(self, game: GoGame, batch: GoBatch, moves: tuple[int, ...] = ()):
-        self._game = game
-        self._batch = batch  # one slot, owned by this position and never written after construction
-        self._moves = tuple(moves)
 
     @classmethod
     def initial(cls, size: int = 9, komi: float = 7.5) -> "GoPosition":
@@ -239,54 +235,23 @@ class GoPosition:
         game.set_position(batch, 0, board, to_play)
         return cls(game, batch)
 
-    # --- moves -------------------------------------------------------------------------
-    def play(self, move: int | str) -> "GoPosition":
-        """The position after `move` (an action or GTP text such as "D4" / "pass"); IllegalMove if not legal."""
-        action = self._game.text_to_action(move) if isinstance(move, str) else int(move)
-        batch = self._game.new_batch(1)
-        self._game.copy_slot(self._batch, 0, batch, 0)
-        self._game.play(batch, 0, action)
-        return GoPosition(self._game, batch, self._moves + (action,))
-
-    def legal_actions(self) -> list[int]:
-        return [int(a) for a in np.flatnonzero(self._game.legal_mask(self._batch, 0))]
-
     # --- views -------------------------------------------------------------------------
     @property
-    def game(self) -> GoGame:
-        return self._game
-
-    @property
-    def batch(self) -> GoBatch:
-        """The one-slot batch holding this position (read it, don't write it)."""
-        return self._batch
-
-    @property
     def size(self) -> int:
-        return self._game.size
+        return self.game.size
 
     @property
     def komi(self) -> float:
-        return self._game.komi
-
-    @property
-    def to_play(self) -> int:
-        return self._game.to_play(self._batch, 0)
+        return self.game.komi
 
     @property
     def board(self) -> np.ndarray:
-        return self._game.board(self._batch, 0)
-
-    @property
-    def moves(self) -> list[int]:
-        return list(self._moves)
-
-    @property
-    def is_over(self) -> bool:
-        return self._game.is_over(self._batch, 0)
+        """[N, N] int8 copy: +1 black, -1 white, 0 empty."""
+        return self.game.board(self.batch, 0)
 
     def score(self) -> float:
-        return self._game.score(self._batch, 0)
+        """Tromp-Taylor area score: black minus white minus komi."""
+        return self.game.score(self.batch, 0)
 
     def result_text(self) -> str:
         """GTP/SGF result: "B+3.5", "W+0.5", or "0" for a tie."""
@@ -294,9 +259,6 @@ class GoPosition:
         if s == 0:
             return "0"
         return f"{'B' if s > 0 else 'W'}+{abs(s):g}"
-
-    def render(self) -> str:
-        return render_board(self.board)
 
     def __repr__(self) -> str:
         side = "black" if self.to_play == BLACK else "white"

@@ -20,6 +20,7 @@ from zero.games.base import (
     Game,
     IllegalMove,
     LeafInputs,
+    Position,
     point_to_text,
     square_symmetries,
     text_to_point,
@@ -345,13 +346,8 @@ def _as_leaves(slots, paths, depth):
 # --- one position as a value ---------------------------------------------------
 
 
-class GomokuPosition:
+class GomokuPosition(Position):
     """One Gomoku position; `play` returns a new position and leaves this one as it was."""
-
-    def __init__(self, game: GomokuGame, batch: GomokuBatch, moves: tuple[int, ...] = ()):
-        self.game = game
-        self.batch = batch  # a batch of one slot, never changed after construction
-        self.moves = moves  # actions played since `initial` / `from_ascii`
 
     @classmethod
     def initial(cls, height: int = 15, width: int = 15, k: int = 5) -> "GomokuPosition":
@@ -398,43 +394,9 @@ class GomokuPosition:
         batch.over[0] = black_line or white_line or blacks + whites == height * width
         return cls(game, batch)
 
-    def play(self, move: int | str) -> "GomokuPosition":
-        """The position after the side to move plays `move` (action or GTP text); IllegalMove if not legal."""
-        if isinstance(move, str):
-            try:
-                action = self.game.text_to_action(move)
-            except ValueError:
-                reason = "gomoku has no pass" if move.strip().lower() == "pass" else "off the board"
-                raise IllegalMove(move, reason, self.render()) from None
-        else:
-            action = int(move)
-        batch = self.game.new_batch(1)
-        self.game.copy_slot(self.batch, 0, batch, 0)
-        self.game.play(batch, 0, action)
-        return GomokuPosition(self.game, batch, self.moves + (action,))
-
-    def legal_actions(self) -> list[int]:
-        return np.flatnonzero(self.game.legal_mask(self.batch, 0)).tolist()
-
-    def planes(self) -> np.ndarray:
-        """[4, H, W] float32 network input planes of this position."""
-        return self.game.leaf_inputs(self.batch, np.zeros(1), np.zeros((1, 0)), np.zeros(1)).planes[0]
-
-    @property
-    def height(self) -> int:
-        return self.game.height
-
-    @property
-    def width(self) -> int:
-        return self.game.width
-
     @property
     def k(self) -> int:
         return self.game.k
-
-    @property
-    def to_play(self) -> int:
-        return self.game.to_play(self.batch, 0)
 
     @property
     def board(self) -> np.ndarray:
@@ -446,18 +408,12 @@ class GomokuPosition:
         return int(self.batch.last_move[0])
 
     @property
-    def is_over(self) -> bool:
-        return self.game.is_over(self.batch, 0)
-
-    @property
     def winner(self) -> int | None:
         """+1 / -1 for the side with a line, 0 for a draw, None while the game goes on."""
         return int(self.batch.winner[0]) if self.is_over else None
 
-    def render(self) -> str:
-        return self.game.render(self.batch, 0)
-
-    __str__ = render
+    def __str__(self) -> str:
+        return self.render()
 
     def __repr__(self) -> str:
         head = f"GomokuPosition({self.height}x{self.width}, k={self.k}, to_play={self.to_play:+d}, moves={len(self.moves)})"
