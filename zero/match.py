@@ -74,8 +74,17 @@ class MCTSPlayer:
 
 
 def make_player(spec: str, params, game: Game, visits: int, seed: int = 0):
-    """A player from a spec: a checkpoint path, `random`, or `mcts:<rollouts>` (pure MCTS), or `init` (fresh net)."""
+    """A player from a spec.
+
+    Specs: a checkpoint path; `init` (a freshly initialised network); `random`;
+    `mcts:<rollouts>` (pure MCTS with random rollouts); `gtp:<command line>`
+    (an external GTP engine such as `gtp:gnugo --mode gtp --level 1`).
+    """
     mc = params.mcts
+    if spec.startswith("gtp:"):
+        from zero.gtp_player import GtpPlayer
+
+        return GtpPlayer(spec[4:], params.game.komi)
     if spec == "random":
         return RandomPlayer(seed)
     if spec.startswith("mcts:"):
@@ -113,8 +122,6 @@ def run_match(game: Game, a, b, num_games: int, seed: int, concurrent: int = 64,
     """
     slots_n = max(1, min(concurrent, num_games))
     batch = game.new_batch(slots_n)
-    a.start(game, batch, slots_n)
-    b.start(game, batch, slots_n)
     records: list[GameRecord] = []
     slot_rec: list[GameRecord | None] = [None] * slots_n
     rngs: list = [None] * slots_n
@@ -146,8 +153,21 @@ def run_match(game: Game, a, b, num_games: int, seed: int, concurrent: int = 64,
         wins, losses, draws = wins + int(mine > 0), losses + int(mine < 0), draws + int(mine == 0)
         start(slot)
 
-    for slot in range(slots_n):
-        start(slot)
+    try:
+        a.start(game, batch, slots_n)
+        b.start(game, batch, slots_n)
+        for slot in range(slots_n):
+            start(slot)
+        _play_rounds(game, batch, a, b, slots_n, slot_rec, rngs, a_color, opening_moves, resign_threshold, finish)
+    finally:
+        for player in (a, b):
+            if hasattr(player, "close"):
+                player.close()
+    return MatchGames(MatchResult(wins=wins, losses=losses, draws=draws), records)
+
+
+def _play_rounds(game, batch, a, b, slots_n, slot_rec, rngs, a_color, opening_moves, resign_threshold, finish):
+    """Until every slot is idle: each side to move in each slot chooses, and the moves are played."""
     while True:
         active = np.array([s for s in range(slots_n) if slot_rec[s] is not None], np.int32)
         if len(active) == 0:
@@ -174,7 +194,6 @@ def run_match(game: Game, a, b, num_games: int, seed: int, concurrent: int = 64,
                     rec.result = int(game.outcome(batch, slot))
                     rec.score = float(game.score(batch, slot)) if game.name == "go" else 0.0
                     finish(slot)
-    return MatchGames(MatchResult(wins=wins, losses=losses, draws=draws), records)
 
 
 def play_match(params, a: str, b: str, num_games: int, seed: int, sgf_dir: str | Path | None = None,

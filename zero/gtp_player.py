@@ -1,0 +1,121 @@
+"""An external GTP engine (GNU Go, another zero, KataGo...) as a match player.
+
+One engine process per game slot, so a match against it runs as many games
+at once as any other. The engine is told every move: the ones it generated
+itself (`genmove` already plays them) are not sent again. Go only.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+
+import numpy as np
+
+from zero.games.base import Game, point_to_text, text_to_point
+
+
+class GtpEngineError(RuntimeError):
+    """The external engine died or answered a command with `?`."""
+
+
+class GtpProcess:
+    """A GTP engine in a child process; `send` returns the response text of one command."""
+
+    def __init__(self, command: str):
+        self.command = command
+        try:
+            self.proc = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        except OSError as e:
+            raise GtpEngineError(f"cannot start GTP engine {command!r}: {e.strerror}") from None
+
+    def send(self, line: str) -> str:
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+            lines = []
+            while True:
+                out = self.proc.stdout.readline()
+                if out == "":
+                    raise GtpEngineError(f"GTP engine {self.command!r} closed while answering {line!r}")
+                if out.strip() == "" and lines:
+                    break
+                if out.strip():
+                    lines.append(out.rstrip("\n"))
+        except BrokenPipeError:
+            raise GtpEngineError(f"GTP engine {self.command!r} is gone (sending {line!r})") from None
+        text = "\n".join(lines)
+        if text.startswith("?"):
+            raise GtpEngineError(f"GTP engine {self.command!r} refused {line!r}: {text[1:].strip()}")
+        return text[1:].strip()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.send("quit")
+            except GtpEngineError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+class GtpPlayer:
+    """A match player backed by an external GTP engine (spec `gtp:<command line>`)."""
+
+    def __init__(self, command: str, komi: float):
+        self.name = command.split()[0]
+        self.command = command
+        self.komi = komi
+        self.procs: list[GtpProcess] = []
+
+    def start(self, game: Game, batch, slots_n: int) -> None:
+        if game.name != "go":
+            raise ValueError(f"a GTP player plays Go, not {game.name}")
+        self.game, self.batch = game, batch
+        self.close()
+        self.procs = [GtpProcess(self.command) for _ in range(slots_n)]
+        self._own = [None] * slots_n  # the move the engine just generated itself, per slot
+        for p in self.procs:
+            p.send(f"boardsize {game.height}")
+            p.send(f"komi {self.komi:g}")
+
+    def reset(self, slot: int) -> None:
+        self.procs[slot].send("clear_board")
+        self._own[slot] = None
+
+    def _vertex(self, action: int) -> str:
+        return "pass" if action == self.game.pass_action else point_to_text(action, self.game.height, self.game.width)
+
+    def observe(self, slot: int, action: int) -> None:
+        if self._own[slot] == action:
+            self._own[slot] = None
+            return
+        colour = "b" if self.game.to_play(self.batch, slot) == -1 else "w"  # the side that just moved
+        self.procs[slot].send(f"play {colour} {self._vertex(action)}")
+
+    def choose(self, slots: np.ndarray, sample: np.ndarray, rngs: list) -> tuple[np.ndarray, np.ndarray]:
+        """The engine's moves; a resignation comes back as a resign statistic of -inf."""
+        actions = np.zeros(len(slots), np.int64)
+        stats = np.zeros(len(slots), np.float32)
+        for i, slot in enumerate(slots):
+            colour = "b" if self.game.to_play(self.batch, int(slot)) == 1 else "w"
+            reply = self.procs[slot].send(f"genmove {colour}").lower()
+            if reply == "resign":
+                stats[i] = -np.inf
+                actions[i] = self.game.pass_action
+                continue
+            action = self.game.pass_action if reply == "pass" else text_to_point(reply, self.game.height, self.game.width)
+            if not self.game.legal_mask(self.batch, int(slot))[action]:
+                raise GtpEngineError(f"GTP engine {self.command!r} played an illegal move {reply!r} "
+                                     f"under zero's rules (positional superko, no suicide)")
+            actions[i] = action
+            self._own[slot] = action
+        return actions, stats
+
+    def close(self) -> None:
+        for p in self.procs:
+            p.close()
+        self.procs = []
