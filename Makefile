@@ -1,0 +1,100 @@
+# zero: the two commands of the README are `make run` and `make test`.
+#
+#   make run                       one generation of params.yaml through `prefect deployment run zero-generation/local`
+#   make run PARAMS=params-smoke.yaml   the same with the smoke params (a full generation in under a minute)
+#   make test                      install everything into .venv and run the tests
+#
+# Other targets: install, up, down, serve, repro, loop, mlflow-ui, where, check, clean-runs.
+# Nothing listens beyond 127.0.0.1; PREFECT_HOME, the MLflow database and the DVC remote live in this directory.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PARAMS ?= params.yaml
+PYTHON ?= python3
+VENV ?= .venv
+PREFECT_PORT ?= 4200
+MLFLOW_PORT ?= 5000
+PYTEST_ARGS ?=
+
+BIN := $(CURDIR)/$(VENV)/bin
+# pip's complaints about this machine's absent file:// package indexes, one per package: not worth reading
+PIP_NOISE := { grep -v "^WARNING: Location 'file://" || true; }
+STAMP := $(VENV)/.zero-installed
+
+export PREFECT_HOME := $(CURDIR)/.prefect
+export PREFECT_API_URL := http://127.0.0.1:$(PREFECT_PORT)/api
+export ZERO_PREFECT_PORT := $(PREFECT_PORT)
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export PREFECT_SERVER_API_HOST := 127.0.0.1
+export MLFLOW_TRACKING_URI := sqlite:///$(CURDIR)/mlflow.db
+export MLFLOW_DISABLE_TELEMETRY := true
+export MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR := false
+export DVC_NO_ANALYTICS := 1
+export DO_NOT_TRACK := 1
+export PATH := $(BIN):$(PATH)
+
+.PHONY: help install run up down serve check where repro loop mlflow-ui test clean-runs
+
+help:
+	@sed -n '3,9p' Makefile | sed 's/^# \{0,1\}//'
+
+# The venv and the project with its pipeline and test extras. torch is installed first and pinned:
+# `pip install torch==2.13.0` takes the CPU wheel on this machine; an unpinned torch would pull CUDA.
+$(STAMP): pyproject.toml
+	@echo "installing zero with its pipeline and test extras into $(VENV) (about 2 minutes the first time)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@set -o pipefail; $(BIN)/python -m pip install --quiet "torch==2.13.0" 2>&1 | $(PIP_NOISE)
+	@set -o pipefail; $(BIN)/python -m pip install --quiet -e ".[pipeline,test]" 2>&1 | $(PIP_NOISE)
+	@touch $@
+
+install: $(STAMP)
+
+# Validate the params file before anything starts (a bad key or value is named here).
+check: install
+	@$(BIN)/python -m flows.serve check $(PARAMS)
+
+up: install
+	@$(BIN)/python -m flows.serve up
+
+down:
+	@test -x $(BIN)/python && $(BIN)/python -m flows.serve down || true
+
+serve: install
+	$(BIN)/python -m flows.serve serve
+
+where: install
+	@$(BIN)/python -m flows.serve where --params $(PARAMS)
+
+# One generation through the served deployment; waits for it and prints where to look.
+run: check up
+	@echo "prefect deployment run zero-generation/local --param params_file=$(PARAMS) --watch"
+	@$(BIN)/prefect deployment run zero-generation/local --param params_file=$(PARAMS) --watch \
+		--watch-interval 10; status=$$?; \
+	$(BIN)/python -m flows.serve where --params $(PARAMS); \
+	if [ $$status -ne 0 ]; then echo "the flow run failed: its log is in the Prefect UI and .prefect/serve.log"; fi; \
+	exit $$status
+
+# Generations back to back until the run is cancelled (in the UI, or `prefect flow-run cancel ID`).
+loop: check up
+	$(BIN)/prefect deployment run zero-loop/local --param params_file=$(PARAMS)
+
+# Re-create every generation's outputs that are missing or changed, with the flow's code.
+repro: install
+	$(BIN)/dvc repro
+
+mlflow-ui: install
+	$(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI) --host 127.0.0.1 --port $(MLFLOW_PORT)
+
+# pytest's exit 5 (no tests collected) is a failure here, not a pass.
+# The tests start their own servers in temporary directories: none of this workspace's settings leak in.
+test: install
+	@env -u PREFECT_HOME -u PREFECT_API_URL -u ZERO_PREFECT_PORT -u MLFLOW_TRACKING_URI \
+		$(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$status
+
+# Remove this workspace's generations, tracking database, Prefect state and DVC cache/remote (asks first).
+clean-runs: down
+	@read -p "delete gens/, mlflow.db, mlartifacts/, .prefect/, dvc-remote/ and the DVC cache? [y/N] " a; \
+	if [ "$$a" = y ]; then rm -rf gens mlflow.db mlartifacts .prefect dvc-remote .dvc/cache dvc.lock; \
+	printf 'generations: {}\nlines: {}\n' > generations.yaml; fi

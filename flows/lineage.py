@@ -1,0 +1,115 @@
+"""DVC and git at the pipeline's edge: record outputs in dvc.lock, push them, name the code.
+
+The flow writes a generation's outputs itself (fanned out over tasks), then
+`dvc commit`s the generation's stages so dvc.lock records exactly the hashes a
+`dvc repro` of those stages must re-create, and `dvc push`es them to the
+default remote (`dvc-remote/` beside the workspace unless configured
+otherwise, e.g. the S3-compatible remote in infra/).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+DEFAULT_REMOTE = "local"
+CODE_PATHS = ("zero", "flows", "pyproject.toml", "dvc.yaml")
+
+
+class LineageError(RuntimeError):
+    """A DVC or git command failed; the message carries its output."""
+
+
+def _bin(name: str) -> str:
+    """A console script of this environment (the venv's dvc), else the one on PATH."""
+    local = Path(sys.executable).parent / name
+    return str(local) if local.exists() else name
+
+
+def dvc_env() -> dict:
+    env = dict(os.environ)
+    env.setdefault("DVC_NO_ANALYTICS", "1")
+    # dvc repro runs `python -m flows.stages`: make it this interpreter's python.
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def dvc(root: str | Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [_bin("dvc"), *args], cwd=root, env=dvc_env(), capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
+    if check and proc.returncode != 0:
+        raise LineageError(f"dvc {' '.join(args)} failed in {root} (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
+    return proc
+
+
+def git(root: str | Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if check and proc.returncode != 0:
+        raise LineageError(f"git {' '.join(args)} failed in {root}: {proc.stderr.strip()}")
+    return proc
+
+
+def ensure_dvc(root: str | Path, remote_url: str | None = None) -> None:
+    """`dvc init` the workspace if needed and give it a default remote (a local directory by default).
+
+    The workspace must be a git repository (DVC's lock file is versioned with
+    the code); `git init` is run when it is not one yet.
+    """
+    root = Path(root).resolve()
+    if git(root, "rev-parse", "--show-toplevel", check=False).returncode != 0:
+        git(root, "init", "-q")
+    if not (root / ".dvc").is_dir():
+        dvc(root, "init", "-q")
+    dvc(root, "config", "core.analytics", "false")
+    remotes = dvc(root, "remote", "list").stdout.split()
+    if DEFAULT_REMOTE not in remotes[::2]:
+        url = remote_url or os.environ.get("ZERO_DVC_REMOTE") or "dvc-remote"
+        dvc(root, "remote", "add", "--default", DEFAULT_REMOTE, url)
+    elif not dvc(root, "remote", "default", check=False).stdout.strip():
+        dvc(root, "remote", "default", DEFAULT_REMOTE)
+
+
+def commit(root: str | Path, stages: list[str]) -> None:
+    """Record the stages' deps and outs (already written) in dvc.lock and the cache."""
+    dvc(root, "commit", "--force", *stages)
+
+
+def push(root: str | Path, stages: list[str]) -> None:
+    """Push the stages' outputs to the default remote."""
+    dvc(root, "push", *stages)
+
+
+def lock_entry(root: str | Path, stage: str) -> dict:
+    """The dvc.lock entry of a stage ({} when it has none)."""
+    path = Path(root) / "dvc.lock"
+    if not path.is_file():
+        return {}
+    data = yaml.safe_load(path.read_text()) or {}
+    return (data.get("stages") or {}).get(stage, {})
+
+
+def out_hashes(root: str | Path, stage: str) -> dict[str, str]:
+    """{output path: md5} of a stage as dvc.lock records it."""
+    return {o["path"]: o.get("md5", "") for o in lock_entry(root, stage).get("outs", [])}
+
+
+def lock_sha256(root: str | Path) -> str:
+    path = Path(root) / "dvc.lock"
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+
+
+def code_state(code_root: str | Path | None = None) -> dict[str, str]:
+    """The git commit of the code and whether its tracked code paths differ from it."""
+    code_root = Path(code_root or Path(__file__).resolve().parent.parent)
+    head = git(code_root, "rev-parse", "HEAD", check=False)
+    commit_id = head.stdout.strip() if head.returncode == 0 else "none"
+    paths = [p for p in CODE_PATHS if (code_root / p).exists()]
+    status = git(code_root, "status", "--porcelain", "--", *paths, check=False)
+    dirty = status.returncode != 0 or bool(status.stdout.strip()) or commit_id == "none"
+    return {"git_commit": commit_id, "git_dirty": str(dirty).lower()}

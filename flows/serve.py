@@ -1,0 +1,163 @@
+"""Serve and drive the pipeline: `python -m flows.serve <command>` (the Makefile's entry point).
+
+    serve   serve the deployments zero-generation/local and zero-loop/local (blocks)
+    up      dvc init if needed, start the Prefect server and the serve process in the background
+    down    stop both
+    check   validate a params file (and overrides) without starting anything
+    retry   put a failed or crashed flow run back on the schedule; it resumes from its finished tasks
+    where   print where to look: Prefect UI, mlflow ui, the champion, dvc repro
+
+Prefect names a deployment <flow name>/<deployment name>; the flow is
+`zero-generation` and this serves it under the name `local`, so it is started
+with `prefect deployment run zero-generation/local` (a bare
+`prefect deployment run zero-generation` is refused by Prefect).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from flows.servers import DEPLOYMENT, Services, apply_env
+
+
+def cmd_serve(args) -> int:
+    apply_env(args.root, args.port)
+    os.chdir(args.root)
+    from prefect import serve
+
+    from flows.generation import zero_generation, zero_loop
+
+    gen_flow, loop_flow = zero_generation, zero_loop
+    if args.ray:
+        from prefect_ray import RayTaskRunner
+
+        runner = RayTaskRunner(address=args.ray)
+        gen_flow = zero_generation.with_options(task_runner=runner)
+    defaults = {"workdir": str(Path(args.root).resolve())}
+    serve(
+        gen_flow.to_deployment(name="local", parameters=defaults,
+                               description="One best-player generation: self-play, train, gate, promote."),
+        loop_flow.to_deployment(name="local", parameters=defaults,
+                                description="zero-generation back to back until cancelled (or `generations` times)."),
+    )
+    return 0
+
+
+def cmd_up(args) -> int:
+    from flows import lineage
+
+    apply_env(args.root, args.port)
+    lineage.ensure_dvc(args.root)
+    services = Services(args.root, args.port)
+    services.start_server()
+    print(f"Prefect server: {services.ui_url} (PREFECT_HOME={services.home})")
+    services.start_serve(ray_address=args.ray)
+    print(f"serving {DEPLOYMENT} and zero-loop/local (log: {services.home / 'serve.log'})")
+    return 0
+
+
+def cmd_down(args) -> int:
+    stopped = Services(args.root, args.port).down()
+    print("stopped " + ", ".join(stopped) if stopped else "nothing was running")
+    return 0
+
+
+def cmd_check(args) -> int:
+    from zero.config import ConfigError, load_params
+
+    path = Path(args.params)
+    try:
+        params = load_params(path if path.is_absolute() else Path(args.root) / path, args.set)
+    except ConfigError as e:
+        print(e, file=sys.stderr)
+        return 2
+    print(f"{args.params}: ok ({params.game.tag}, params hash {params.digest()[:12]})")
+    return 0
+
+
+def cmd_retry(args) -> int:
+    apply_env(args.root, args.port)
+    from prefect.client.orchestration import get_client
+    from prefect.states import AwaitingRetry
+
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(args.flow_run_id)
+        if not (run.state and (run.state.is_failed() or run.state.is_crashed() or run.state.is_cancelled())):
+            print(f"flow run {run.name} is {run.state.name if run.state else 'unknown'}; only a failed, "
+                  f"crashed or cancelled run can be retried", file=sys.stderr)
+            return 1
+        client.set_flow_run_state(run.id, AwaitingRetry(), force=True)
+    print(f"flow run {run.name} ({run.id}) is scheduled again; the serve process picks it up")
+    return 0
+
+
+def cmd_where(args) -> int:
+    apply_env(args.root, args.port)
+    from flows.tracking import champion_uri
+    from zero.config import ConfigError, load_params
+
+    services = Services(args.root, args.port)
+    root = Path(args.root).resolve()
+    try:
+        tag = load_params(root / args.params).game.tag
+    except ConfigError:
+        tag = "go-9"
+    lines = [
+        "",
+        "Where to look:",
+        f"  Prefect UI      {services.ui_url}   (flow runs, task runs, logs; `make down` stops it)",
+        f"  MLflow          make mlflow-ui  ->  http://127.0.0.1:5000   (experiment zero-{tag}: runs, metrics,"
+        f" registry; store {os.environ['MLFLOW_TRACKING_URI']})",
+        f"  champion        {champion_uri(tag)}" + _champion_line(root, tag),
+        f"  generations     gens/{tag}/gNNNN/generation.json, generations.yaml, dvc.lock",
+        "  reproduce       make repro   (dvc repro: re-creates the hashes in dvc.lock)",
+        f"  next generation make run PARAMS={args.params}   or   prefect deployment run {DEPLOYMENT}"
+        f" --param params_file={args.params}",
+        "",
+    ]
+    print("\n".join(lines))
+    return 0
+
+
+def _champion_line(root: Path, tag: str) -> str:
+    if not (root / "mlflow.db").is_file() and "sqlite" in os.environ.get("MLFLOW_TRACKING_URI", "sqlite"):
+        return "  (none yet)"
+    try:
+        from flows.tracking import Tracker
+
+        v = Tracker(root, tag).champion()
+    except Exception as e:  # where is informational: never fail on it
+        return f"  (registry not readable: {type(e).__name__})"
+    if v is None:
+        return "  (none yet)"
+    return f"  = version {v.version}, generation {v.tags.get('zero.generation')}, run {v.run_id}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m flows.serve", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", default=".", help="workspace root (default: the current directory)")
+    ap.add_argument("--port", type=int, default=None, help="Prefect server port (default 4200 or ZERO_PREFECT_PORT)")
+    sub = ap.add_subparsers(dest="command", required=True)
+    for name in ("serve", "up"):
+        p = sub.add_parser(name)
+        p.add_argument("--ray", default=None, help="run tasks on this Ray cluster (ray://host:10001)")
+    sub.add_parser("down")
+    p = sub.add_parser("check")
+    p.add_argument("params")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    p = sub.add_parser("retry")
+    p.add_argument("flow_run_id")
+    p = sub.add_parser("where")
+    p.add_argument("--params", default="params.yaml")
+    args = ap.parse_args(argv)
+    args.root = str(Path(args.root).resolve())
+    commands = {"serve": cmd_serve, "up": cmd_up, "down": cmd_down, "check": cmd_check, "retry": cmd_retry,
+                "where": cmd_where}
+    return commands[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""The local services: a Prefect server and the process serving `zero-generation/local`.
+
+Everything stays in the workspace and on the loopback interface: PREFECT_HOME is
+`<root>/.prefect` (its SQLite database, logs, pid files and persisted task
+results), the server binds 127.0.0.1, analytics are off. `prefect_env` is the
+environment every command of the pipeline runs under (the Makefile exports the
+same values).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+DEFAULT_PORT = 4200
+DEPLOYMENT = "zero-generation/local"
+
+
+class ServiceError(RuntimeError):
+    """A local service would not start, or is not what it should be."""
+
+
+def prefect_env(root: str | Path, port: int | None = None) -> dict[str, str]:
+    """PREFECT_* and tool settings for a workspace (explicit environment values win)."""
+    root = Path(root).resolve()
+    port = int(port or os.environ.get("ZERO_PREFECT_PORT") or DEFAULT_PORT)
+    home = os.environ.get("PREFECT_HOME") or str(root / ".prefect")
+    return {
+        "PREFECT_HOME": home,
+        "PREFECT_API_URL": os.environ.get("PREFECT_API_URL") or f"http://127.0.0.1:{port}/api",
+        "PREFECT_SERVER_API_HOST": "127.0.0.1",
+        "PREFECT_SERVER_API_PORT": str(port),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_RUNNER_POLL_FREQUENCY": os.environ.get("PREFECT_RUNNER_POLL_FREQUENCY", "5"),
+        "MLFLOW_TRACKING_URI": os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{root / 'mlflow.db'}",
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+        "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
+        "DVC_NO_ANALYTICS": "1",
+        "DO_NOT_TRACK": "1",
+    }
+
+
+def apply_env(root: str | Path, port: int | None = None) -> dict[str, str]:
+    env = prefect_env(root, port)
+    os.environ.update(env)
+    return env
+
+
+def _bin(name: str) -> str:
+    return str(Path(sys.executable).parent / name)
+
+
+def healthy(api_url: str, timeout: float = 2.0) -> bool:
+    try:
+        with urllib.request.urlopen(f"{api_url.rstrip('/')}/health", timeout=timeout) as r:
+            return r.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def _pid_alive(pid_file: Path) -> int | None:
+    try:
+        pid = int(pid_file.read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    return pid
+
+
+def _spawn(cmd: list[str], log: Path, env: dict, cwd: Path, pid_file: Path) -> subprocess.Popen:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    pid_file.write_text(str(proc.pid))
+    return proc
+
+
+class Services:
+    """Start, find and stop the Prefect server and the serve process of one workspace."""
+
+    def __init__(self, root: str | Path, port: int | None = None):
+        self.root = Path(root).resolve()
+        self.env = prefect_env(self.root, port)
+        self.home = Path(self.env["PREFECT_HOME"])
+        self.api_url = self.env["PREFECT_API_URL"]
+        self.ui_url = self.api_url.rsplit("/api", 1)[0]
+
+    # --- the Prefect server --------------------------------------------------------------
+
+    @property
+    def server_pid_file(self) -> Path:
+        return self.home / "server.pid"
+
+    def start_server(self, timeout: float = 120) -> None:
+        """Start `prefect server start` on 127.0.0.1 in the background unless one answers already."""
+        if healthy(self.api_url):
+            return
+        self.home.mkdir(parents=True, exist_ok=True)
+        port = self.env["PREFECT_SERVER_API_PORT"]
+        proc = _spawn(
+            [_bin("prefect"), "server", "start", "--host", "127.0.0.1", "--port", port],
+            self.home / "server.log", self.env, self.root, self.server_pid_file,
+        )
+        self._wait(lambda: healthy(self.api_url), proc, timeout, "Prefect server", self.home / "server.log")
+
+    # --- the serve process ---------------------------------------------------------------
+
+    @property
+    def serve_pid_file(self) -> Path:
+        return self.home / "serve.pid"
+
+    def serving(self) -> bool:
+        return _pid_alive(self.serve_pid_file) is not None
+
+    def start_serve(self, timeout: float = 120, ray_address: str | None = None) -> None:
+        """Serve the deployments (python -m flows.serve serve) in the background; wait until polled."""
+        if self.serving():
+            return
+        started = time.time()
+        cmd = [sys.executable, "-m", "flows.serve", "--root", str(self.root), "serve"]
+        if ray_address:
+            cmd += ["--ray", ray_address]
+        proc = _spawn(cmd, self.home / "serve.log", self.env, self.root, self.serve_pid_file)
+        self._wait(lambda: self.deployment_ready(started), proc, timeout, "serve process", self.home / "serve.log")
+
+    def deployment_ready(self, since: float = 0.0) -> bool:
+        """True once the runner has registered zero-generation/local and polled it since `since`."""
+        d = self.deployment()
+        if not d or not d.get("last_polled"):
+            return False
+        from datetime import datetime
+
+        return datetime.fromisoformat(d["last_polled"].replace("Z", "+00:00")).timestamp() >= since
+
+    def deployment(self, name: str = DEPLOYMENT) -> dict | None:
+        """The deployment as the server's REST API returns it, or None."""
+        import json
+
+        try:
+            with urllib.request.urlopen(f"{self.api_url}/deployments/name/{name}", timeout=5) as r:
+                return json.loads(r.read())
+        except (urllib.error.URLError, OSError, ValueError):
+            return None
+
+    # --- both ------------------------------------------------------------------------------
+
+    def up(self, ray_address: str | None = None) -> None:
+        self.start_server()
+        self.start_serve(ray_address=ray_address)
+
+    def down(self) -> list[str]:
+        stopped = []
+        for name, pid_file in (("serve", self.serve_pid_file), ("server", self.server_pid_file)):
+            pid = _pid_alive(pid_file)
+            if pid is None:
+                pid_file.unlink(missing_ok=True)
+                continue
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except OSError:
+                os.kill(pid, signal.SIGTERM)
+            for _ in range(100):
+                if _pid_alive(pid_file) is None:
+                    break
+                time.sleep(0.2)
+            else:
+                os.killpg(pid, signal.SIGKILL)
+            pid_file.unlink(missing_ok=True)
+            stopped.append(f"{name} (pid {pid})")
+        return stopped
+
+    def _wait(self, ready, proc: subprocess.Popen, timeout: float, what: str, log: Path) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if ready():
+                return
+            if proc.poll() is not None:
+                tail = log.read_text()[-3000:] if log.is_file() else ""
+                raise ServiceError(f"{what} exited with code {proc.returncode}; end of {log}:\n{tail}")
+            time.sleep(1)
+        raise ServiceError(f"{what} did not become ready within {timeout:.0f}s; see {log}")

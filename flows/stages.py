@@ -1,0 +1,401 @@
+"""The work of one generation as plain functions over files: what DVC runs and Prefect tasks call.
+
+Each function reads the generation's params snapshot (`gens/<tag>/gNNNN/params.yaml`),
+derives its seed from (pipeline.seed, generation, shard index) and calls the
+`zero` library. The Prefect tasks in flows.generation call the per-shard
+functions (`selfplay_shard`, `gate_part`) and the rest; `python -m flows.stages`
+runs a whole stage the same way, so a flow's fan-out and `dvc repro` write the
+same bytes. Every output is written to a temp name and renamed; a shard or
+part that exists and verifies is not played again.
+
+Usage (dvc.yaml's commands, run from the workspace root):
+    python -m flows.stages init gens/go-9/g0000
+    python -m flows.stages selfplay gens/go-9/g0003
+    python -m flows.stages dataset gens/go-9/g0003
+    python -m flows.stages train gens/go-9/g0003
+    python -m flows.stages gate gens/go-9/g0003
+    python -m flows.stages champion gens/go-9/g0003
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from flows.layout import Generation, derive_seed, split_counts, write_json
+
+
+
+# Wall-clock figures that must not reach an output file.
+TIMING_KEYS = ("positions_per_s", "seconds")
+
+
+def parse_gen_dir(gen_dir: str | Path, root: str | Path = ".") -> Generation:
+    """`gens/go-9/g0003` -> Generation(root, "go-9", 3)."""
+    parts = Path(gen_dir).parts
+    if len(parts) < 3 or parts[-3] != "gens" or not parts[-1].startswith("g") or not parts[-1][1:].isdigit():
+        raise ValueError(f"{gen_dir}: not a generation directory of the form gens/<tag>/gNNNN")
+    return Generation(Path(root).resolve(), parts[-2], int(parts[-1][1:]))
+
+
+def load_gen_params(gen: Generation):
+    from zero.config import load_params
+
+    return load_params(gen.params_file)
+
+
+def share_cores(threads: int, tasks: int) -> None:
+    """Torch threads for one of `tasks` parallel self-play or gate processes.
+
+    `threads` > 0 (the params' own setting) is left to the library; 0 splits the
+    machine's cores between the processes that run at once, so they do not
+    oversubscribe it. The flow's tasks and `dvc repro` run the same number of
+    processes, so they use the same setting and write the same bytes.
+    """
+    if threads > 0:
+        return
+    import torch
+
+    cores = os.cpu_count() or 1
+    torch.set_num_threads(max(1, cores // max(1, min(tasks, cores))))
+
+
+def _fresh_dir(path: Path) -> Path:
+    """An empty temp directory beside `path`, for files that appear under `path` only when complete."""
+    tmp = path.with_name("." + path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    return tmp
+
+
+def _publish_dir(tmp: Path, path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    tmp.replace(path)
+
+
+def clean_tmp(directory: Path) -> None:
+    """Remove what interrupted writes left in an output directory (*.tmp files and dirs)."""
+    for path in sorted(directory.rglob("*.tmp"), reverse=True):
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def file_sha256(path: str | Path) -> str:
+    from zero.shards import file_sha256 as sha
+
+    return sha(path)
+
+
+# --- generation 0 -------------------------------------------------------------------------------
+
+
+def init(gen: Generation) -> dict:
+    """Generation 0: a freshly initialised champion and an empty training window."""
+    from zero.network import init_checkpoint
+
+    if gen.g != 0:
+        raise ValueError(f"init makes generation 0, not {gen.name}")
+    params = load_gen_params(gen)
+    seed = derive_seed(params.pipeline.seed, 0, "init")
+    if not _checkpoint_ok(gen.champion):
+        init_checkpoint(params, gen.champion, seed)
+    write_json(gen.window_file, {"generation": 0, "window_generations": 0, "shards": []})
+    return {"seed": seed, "sha256": file_sha256(gen.champion)}
+
+
+def _checkpoint_ok(path: Path) -> bool:
+    from zero.network import CheckpointError, load_checkpoint
+
+    if not path.is_file():
+        return False
+    try:
+        load_checkpoint(path)
+    except CheckpointError:
+        return False
+    return True
+
+
+# --- self-play ----------------------------------------------------------------------------------
+
+
+def shard_stats(path: Path) -> dict:
+    """The deterministic summary of a shard, read back from the file itself."""
+    from zero.shards import read_shard
+
+    s = read_shard(path)
+    return {
+        "games": int(len(s.length)),
+        "positions": int(len(s.value)),
+        "resigned": int(s.resigned.sum()),
+        "calibration_games": int(s.no_resign.sum()),
+        "black_wins": int((s.result > 0).sum()),
+        "white_wins": int((s.result < 0).sum()),
+        "draws": int((s.result == 0).sum()),
+        "moves": int(s.length.sum()),
+        "sha256": file_sha256(path),
+    }
+
+
+def selfplay_shard(gen: Generation, k: int) -> dict:
+    """Play shard k of generation g with the previous generation's champion (skipped if done)."""
+    from zero.selfplay import play_shard
+    from zero.shards import verify_shard
+
+    params = load_gen_params(gen)
+    seed = derive_seed(params.pipeline.seed, gen.g, "selfplay", k)
+    out, sgf = gen.shard(k), gen.shard_sgf_dir(k)
+    played = None
+    if not (verify_shard(out) and sgf.is_dir()):
+        share_cores(params.selfplay.threads, params.pipeline.selfplay_shards)
+        tmp_sgf = _fresh_dir(sgf)
+        played = play_shard(params, gen.prev.champion, out, seed, sgf_dir=tmp_sgf)
+        _publish_dir(tmp_sgf, sgf)
+    stats = shard_stats(out)
+    stats.update(shard=k, seed=seed, replayed=played is not None)
+    if played is not None:
+        stats["seconds"] = played["seconds"]
+        stats["nn_evals"] = played["nn_evals"]
+    return stats
+
+
+def selfplay(gen: Generation, workers: int | None = None) -> list[dict]:
+    """All self-play shards of a generation, in parallel processes (what `dvc repro` runs)."""
+    params = load_gen_params(gen)
+    results = _fan_out(selfplay_shard, gen, params.pipeline.selfplay_shards, workers)
+    clean_tmp(gen.games_dir)
+    return results
+
+
+def _fan_out(fn, gen: Generation, n: int, workers: int | None) -> list[dict]:
+    workers = max(1, min(n, workers or os.cpu_count() or 1))
+    if workers == 1:
+        return [fn(gen, i) for i in range(n)]
+    import multiprocessing
+
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=exit_with_parent) as pool:
+        return list(pool.map(fn, [gen] * n, range(n)))
+
+
+def exit_with_parent(interval: float = 1.0) -> None:
+    """Process-pool initializer: end this worker when the process that started it dies.
+
+    A killed flow (or `dvc repro`) would otherwise leave its workers playing on,
+    holding its output pipe open, so that Prefect never sees the run crash.
+    Whatever they were writing is a temp file that is never published.
+    """
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent:
+                os._exit(70)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+# --- dataset ------------------------------------------------------------------------------------
+
+
+def dataset(gen: Generation) -> dict:
+    """The training window of generation g: its shards plus the previous window's last W-1 generations.
+
+    Written as window.json listing each shard's path (relative to the workspace
+    root), generation and sha256, so the train stage depends on exactly the data
+    it reads.
+    """
+    params = load_gen_params(gen)
+    w = params.train.window_generations
+    prev = json.loads(gen.prev.window_file.read_text())
+    shards = [s for s in prev["shards"] if s["generation"] > gen.g - w]
+    k_all = params.pipeline.selfplay_shards
+    for k in range(k_all):
+        path = gen.shard(k)
+        st = shard_stats(path)
+        shards.append(
+            {
+                "path": str(path.relative_to(gen.root)),
+                "generation": gen.g,
+                "sha256": st["sha256"],
+                "games": st["games"],
+                "positions": st["positions"],
+            }
+        )
+    window = {"generation": gen.g, "window_generations": w, "shards": shards}
+    write_json(gen.window_file, window)
+    return window
+
+
+def window_paths(gen: Generation) -> list[Path]:
+    """The window's shard paths, oldest first, each checked against its recorded sha256."""
+    window = json.loads(gen.window_file.read_text())
+    paths = []
+    for s in window["shards"]:
+        path = gen.root / s["path"]
+        if not path.is_file() or file_sha256(path) != s["sha256"]:
+            raise FileNotFoundError(
+                f"{path}: shard of the training window is missing or changed (expected sha256 {s['sha256']}); "
+                f"`dvc pull` or `dvc repro` the generation that made it"
+            )
+        paths.append(path)
+    return paths
+
+
+# --- training -----------------------------------------------------------------------------------
+
+
+def train(gen: Generation, on_step=None) -> dict:
+    """Train the candidate from the previous champion on the window (skipped if done)."""
+    from zero.train import train as train_net
+
+    params = load_gen_params(gen)
+    seed = derive_seed(params.pipeline.seed, gen.g, "train")
+    if _checkpoint_ok(gen.candidate):
+        return {"seed": seed, "sha256": file_sha256(gen.candidate), "trained": False}
+    share_cores(params.train.threads, 1)  # a reused worker process may have been set to fewer threads
+    tmp = gen.candidate.with_name("." + gen.candidate.name + ".tmp")
+    summary = train_net(
+        params, gen.prev.champion, [str(p) for p in window_paths(gen)], tmp, seed,
+        on_step=on_step, meta={"generation": gen.g},
+    )
+    _drop_timings(tmp, gen.candidate)
+    tmp.unlink(missing_ok=True)
+    summary.update(seed=seed, sha256=file_sha256(gen.candidate), trained=True)
+    return summary
+
+
+def _drop_timings(src: Path, out: Path) -> None:
+    """Copy a checkpoint to `out` without the wall-clock figures in its meta (throughput).
+
+    Timings differ from run to run; left in, two trainings with the same weights
+    would give files with different hashes, and `dvc repro` could never match.
+    """
+    from zero.network import load_checkpoint, save_checkpoint
+
+    net, meta = load_checkpoint(src)
+    final = meta.get("final")
+    if isinstance(final, dict):
+        meta["final"] = {k: v for k, v in final.items() if k not in TIMING_KEYS}
+    save_checkpoint(net, out, meta)
+
+
+# --- gate ---------------------------------------------------------------------------------------
+
+
+def gate_counts(params) -> list[int]:
+    """Games of each gate part: whole colour-swapped pairs, spread over pipeline.gate_shards."""
+    return split_counts(params.gate.games, params.pipeline.gate_shards, unit=2)
+
+
+def gate_part(gen: Generation, j: int) -> dict:
+    """Part j of the gate: candidate (a) against the previous champion (b) (skipped if done)."""
+    from zero.match import play_match
+
+    params = load_gen_params(gen)
+    counts = gate_counts(params)
+    seed = derive_seed(params.pipeline.seed, gen.g, "gate", j)
+    out, sgf = gen.gate_part(j), gen.gate_sgf_dir(j)
+    if out.is_file() and sgf.is_dir():
+        try:
+            return json.loads(out.read_text())
+        except ValueError:
+            pass
+    share_cores(params.gate.threads, params.pipeline.gate_shards)
+    tmp_sgf = _fresh_dir(sgf)
+    # A sequential (early-stopping) gate is only exact when one process sees every game.
+    sequential = params.gate.sequential and len(counts) == 1
+    result = play_match(
+        params, str(gen.candidate), str(gen.prev.champion), counts[j], seed, sgf_dir=tmp_sgf,
+        first_index=sum(counts[:j]), sequential=sequential,
+    )
+    _publish_dir(tmp_sgf, sgf)
+    part = {"part": j, "seed": seed, "first_index": sum(counts[:j]), "scheduled": counts[j], **result.to_dict()}
+    write_json(out, part)
+    return part
+
+
+def gate_combine(gen: Generation) -> dict:
+    """Sum the parts into gate/result.json with the Elo interval and the pass decision."""
+    from zero.stats import MatchResult, combine, gate_passed
+
+    params = load_gen_params(gen)
+    parts = [json.loads(gen.gate_part(j).read_text()) for j in range(params.pipeline.gate_shards)]
+    total = combine(MatchResult.from_dict(p) for p in parts)
+    result = {
+        "generation": gen.g,
+        "candidate_sha256": file_sha256(gen.candidate),
+        "champion_sha256": file_sha256(gen.prev.champion),
+        "threshold": params.gate.threshold,
+        "passed": gate_passed(total.wins, total.losses, total.draws, params.gate.threshold),
+        "seeds": [p["seed"] for p in parts],
+        **total.to_dict(),
+    }
+    write_json(gen.gate_result, result)
+    return result
+
+
+def gate(gen: Generation, workers: int | None = None) -> dict:
+    params = load_gen_params(gen)
+    _fan_out(gate_part, gen, params.pipeline.gate_shards, workers)
+    clean_tmp(gen.gate_dir)
+    return gate_combine(gen)
+
+
+# --- champion -----------------------------------------------------------------------------------
+
+
+def champion(gen: Generation) -> dict:
+    """The champion after generation g: the candidate if it passed the gate, else the previous one."""
+    result = json.loads(gen.gate_result.read_text())
+    winner = gen.candidate if result["passed"] else gen.prev.champion
+    if file_sha256(winner) != (result["candidate_sha256"] if result["passed"] else result["champion_sha256"]):
+        raise RuntimeError(f"{winner} is not the network the gate of {gen.name} played")
+    tmp = gen.champion.with_name(gen.champion.name + ".tmp")
+    shutil.copyfile(winner, tmp)
+    tmp.replace(gen.champion)
+    return {"passed": result["passed"], "sha256": file_sha256(gen.champion)}
+
+
+# --- command line -------------------------------------------------------------------------------
+
+STAGES = {
+    "init": lambda gen, args: init(gen),
+    "selfplay": lambda gen, args: selfplay(gen, args.workers),
+    "dataset": lambda gen, args: dataset(gen),
+    "train": lambda gen, args: train(gen),
+    "gate": lambda gen, args: gate(gen, args.workers),
+    "champion": lambda gen, args: champion(gen),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m flows.stages", description=__doc__.split("\n\n")[0])
+    ap.add_argument("stage", choices=sorted(STAGES))
+    ap.add_argument("gen_dir", help="the generation's directory, e.g. gens/go-9/g0003")
+    ap.add_argument("--root", default=".", help="workspace root (default: the current directory)")
+    ap.add_argument("--workers", type=int, default=None, help="processes for self-play and gate parts")
+    args = ap.parse_args(argv)
+    try:
+        gen = parse_gen_dir(args.gen_dir, args.root)
+        out = STAGES[args.stage](gen, args)
+    except Exception as e:  # a stage command reports one line, DVC shows it
+        print(f"flows.stages {args.stage} {args.gen_dir}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    summary = out if isinstance(out, dict) else {"parts": len(out)}
+    print(json.dumps({k: v for k, v in summary.items() if k != "shards"}, sort_keys=True, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

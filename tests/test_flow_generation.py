@@ -1,0 +1,159 @@
+"""The zero-generation flow under Prefect's test harness, with a temporary MLflow database and DVC repo."""
+
+import json
+
+import pytest
+import yaml
+
+from pipeline_support import SMOKE, isolate_env, make_workspace
+
+
+@pytest.fixture(scope="module")
+def harness():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture(scope="module")
+def two_generations(harness, tmp_path_factory):
+    """A workspace after two smoke generations run by the flow."""
+    mp = pytest.MonkeyPatch()
+    root = make_workspace(tmp_path_factory.mktemp("ws"))
+    isolate_env(mp, root)
+    from flows.generation import zero_generation
+
+    records = [zero_generation(params_file=SMOKE, workdir=str(root)) for _ in range(2)]
+    yield root, records
+    mp.undo()
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch):
+    root = make_workspace(tmp_path / "ws")
+    isolate_env(monkeypatch, root)
+    return root
+
+
+def tracker_for(root):
+    from flows.tracking import Tracker
+
+    return Tracker(root, "gomoku-6x6x4")
+
+
+def test_two_generations_are_recorded_in_dvc_mlflow_and_the_registry(two_generations):
+    from flows.lineage import out_hashes
+
+    root, records = two_generations
+    assert [r["generation"] for r in records] == [1, 2]
+    lock = yaml.safe_load((root / "dvc.lock").read_text())["stages"]
+    assert set(lock) >= {"init@gomoku-6x6x4", *(f"{s}@gomoku-6x6x4-g000{g}" for g in (1, 2)
+                                               for s in ("selfplay", "dataset", "train", "gate", "champion"))}
+    for rec in records:
+        gen_dir = root / "gens/gomoku-6x6x4" / f"g{rec['generation']:04d}"
+        assert len(list((gen_dir / "games").glob("shard-*.npz"))) == 2
+        assert len(list((gen_dir / "games/sgf").rglob("*.sgf"))) == 16
+        assert rec["data"][f"g{rec['generation']:04d}"] == \
+            out_hashes(root, f"selfplay@gomoku-6x6x4-g{rec['generation']:04d}")[f"{gen_dir.relative_to(root)}/games"]
+        assert json.loads((gen_dir / "generation.json").read_text())["mlflow_run_id"] == rec["mlflow_run_id"]
+        assert len(rec["seeds"]["selfplay"]) == 2 and rec["git_dirty"] in ("true", "false")
+    assert set(records[1]["data"]) == {"g0001", "g0002"}  # window_generations: 2
+    assert (root / "dvc-remote").is_dir() and any((root / "dvc-remote").rglob("*"))
+
+
+def test_mlflow_run_has_params_metrics_tags_and_artifacts(two_generations):
+    root, records = two_generations
+    t = tracker_for(root)
+    run = t.client.get_run(records[1]["mlflow_run_id"])
+    assert run.info.status == "FINISHED"
+    assert run.data.params["train.steps"] == "20" and run.data.params["pipeline.seed"] == "7"
+    for key in ("loss", "policy_loss", "value_loss", "entropy", "lr", "positions_per_s"):
+        assert len(t.client.get_metric_history(run.info.run_id, key)) == 20, key
+    for key in ("gate_wins", "gate_losses", "gate_draws", "gate_win_rate", "gate_elo", "selfplay_games"):
+        assert key in run.data.metrics, key
+    tags = run.data.tags
+    assert tags["zero.generation"] == "2" and tags["zero.game"] == "gomoku-6x6x4"
+    assert tags["zero.params_hash"] == records[1]["params_hash"]
+    assert tags["zero.data.g0001"] and tags["zero.data.g0002"]
+    assert {"zero.git_commit", "zero.git_dirty", "zero.dvc_lock_sha256", "zero.seed.selfplay"} <= set(tags)
+    arts = {a.path for a in t.client.list_artifacts(run.info.run_id)}
+    assert {"model", "config", "gate"} <= arts
+    sgfs = [a for a in t.client.list_artifacts(run.info.run_id, "gate/sgf/part-000")]
+    assert len(sgfs) == 4
+
+
+def test_alias_points_where_the_gates_say(two_generations):
+    root, records = two_generations
+    t = tracker_for(root)
+    versions = t.versions()
+    assert [v.tags["zero.generation"] for v in versions] == ["0", "1", "2"]
+    expected = "1"  # generation 0
+    for rec, v in zip(records, versions[1:]):
+        assert v.run_id == rec["mlflow_run_id"] and v.tags["zero.gate_passed"] == str(rec["gate"]["passed"]).lower()
+        if rec["gate"]["passed"]:
+            expected = str(v.version)
+        assert rec["champion_after"]["version"] == expected
+    assert str(t.champion().version) == expected
+
+
+def test_a_finished_generation_is_not_redone(two_generations):
+    from flows.generation import zero_generation
+
+    root, records = two_generations
+    again = zero_generation(params_file=SMOKE, generation=1, workdir=str(root))
+    assert again == json.loads((root / "gens/gomoku-6x6x4/g0001/generation.json").read_text())
+    assert len(tracker_for(root).versions()) == 3
+
+
+def test_bad_params_stop_before_any_work_naming_the_field(harness, workspace):
+    from flows.generation import zero_generation
+    from zero.config import ConfigError
+
+    (workspace / "bad.yaml").write_text("selfplay:\n  visitz: 3\n")
+    with pytest.raises(ConfigError, match="selfplay.visitz: unknown key"):
+        zero_generation(params_file="bad.yaml", workdir=str(workspace))
+    with pytest.raises(ConfigError, match="train.steps"):
+        zero_generation(params_file=SMOKE, overrides=["train.steps=-1"], workdir=str(workspace))
+    assert not (workspace / "gens").exists() and not (workspace / "mlflow.db").exists()
+
+
+def test_a_second_run_for_a_busy_line_is_refused(harness, workspace):
+    from flows.generation import zero_generation
+    from flows.layout import LineBusy, Workspace
+
+    with Workspace(workspace).lock("gomoku-6x6x4", 1, owner="the-first-run"):
+        with pytest.raises(LineBusy, match="already running .*the-first-run.*refusing"):
+            zero_generation(params_file=SMOKE, workdir=str(workspace))
+    assert not (workspace / "gens/gomoku-6x6x4/g0001").exists()
+
+
+def test_shards_left_by_an_interrupted_run_are_kept(harness, workspace):
+    """A shard already on disk (as a killed run leaves it) is verified and reused, not played again."""
+    from flows import stages
+    from flows.generation import zero_generation
+    from flows.layout import Workspace
+    from zero.config import load_params
+
+    params = load_params(workspace / SMOKE)
+    ws = Workspace(workspace)
+    g0, g1 = ws.generation(params.game.tag, 0), ws.generation(params.game.tag, 1)
+    # what an interrupted first run leaves: the snapshot, generation 0 and one finished shard
+    from flows.generation import _start_generation
+
+    _start_generation(ws, g1, params)
+    stages.init(g0)
+    left = stages.selfplay_shard(g1, 1)
+    stamp = g1.shard(1).stat().st_mtime_ns
+    rec = zero_generation(params_file=SMOKE, workdir=str(workspace))
+    assert rec["generation"] == 1 and rec["selfplay"]["games"] == 16
+    assert g1.shard(1).stat().st_mtime_ns == stamp
+    assert stages.shard_stats(g1.shard(1))["sha256"] == left["sha256"]
+
+
+def test_the_loop_runs_generations_back_to_back(harness, workspace):
+    from flows.generation import zero_loop
+
+    records = zero_loop(params_file=SMOKE, generations=2, workdir=str(workspace))
+    assert [r["generation"] for r in records] == [1, 2]
+    assert records[1]["champion_before"]["sha256"] == records[0]["champion_after"]["sha256"]

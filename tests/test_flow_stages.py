@@ -1,0 +1,100 @@
+"""The generation-level stage functions (what DVC runs and the flow's tasks call), without services."""
+
+import json
+
+import pytest
+import yaml
+
+from flows import stages
+from flows.layout import Workspace, derive_seed
+from pipeline_support import REPO, SMOKE
+from zero.config import load_params
+
+
+@pytest.fixture
+def line(tmp_path):
+    """Generation 0 and 1 of the smoke line, with params snapshots and generation 0 initialised."""
+    params = load_params(REPO / SMOKE, ["pipeline.selfplay_shards=2", "selfplay.games_per_shard=4",
+                                        "train.steps=3", "gate.games=4"])
+    ws = Workspace(tmp_path)
+    gens = [ws.generation(params.game.tag, g) for g in (0, 1)]
+    for gen in gens:
+        gen.dir.mkdir(parents=True)
+        gen.params_file.write_text(yaml.safe_dump(params.model_dump(mode="json")))
+        ws.register(gen)
+    stages.init(gens[0])
+    return params, gens[0], gens[1]
+
+
+def test_init_makes_a_champion_and_an_empty_window(line):
+    params, g0, _ = line
+    assert json.loads(g0.window_file.read_text())["shards"] == []
+    first = stages.file_sha256(g0.champion)
+    stages.init(g0)  # done already: the same file stays
+    assert stages.file_sha256(g0.champion) == first
+
+
+def test_a_finished_shard_is_not_replayed_and_a_corrupt_one_is(line):
+    params, _, g1 = line
+    first = stages.selfplay_shard(g1, 0)
+    assert first["replayed"] and first["games"] == 4
+    assert first["seed"] == derive_seed(params.pipeline.seed, 1, "selfplay", 0)
+    stamp = g1.shard(0).stat().st_mtime_ns
+    again = stages.selfplay_shard(g1, 0)
+    assert not again["replayed"] and g1.shard(0).stat().st_mtime_ns == stamp
+    assert {k: v for k, v in again.items() if k not in ("replayed", "seconds", "nn_evals")} == \
+        {k: v for k, v in first.items() if k not in ("replayed", "seconds", "nn_evals")}
+    g1.shard(0).write_bytes(g1.shard(0).read_bytes()[:100])  # a torn file
+    redone = stages.selfplay_shard(g1, 0)
+    assert redone["replayed"] and redone["sha256"] == first["sha256"]  # same seed, same bytes
+    assert len(list(g1.shard_sgf_dir(0).glob("*.sgf"))) == 4
+    assert not list(g1.games_dir.rglob("*.tmp"))
+
+
+def test_the_whole_generation_from_the_stage_functions(line):
+    params, g0, g1 = line
+    shards = stages.selfplay(g1, workers=1)
+    window = stages.dataset(g1)
+    assert [s["path"] for s in window["shards"]] == [f"{g1.rel}/games/shard-000.npz", f"{g1.rel}/games/shard-001.npz"]
+    assert [s["sha256"] for s in window["shards"]] == [s["sha256"] for s in shards]
+    summary = stages.train(g1)
+    assert summary["trained"] and g1.candidate.is_file()
+    assert not stages.train(g1)["trained"]  # a candidate that loads is kept
+    result = stages.gate(g1, workers=1)
+    assert result["games"] == params.gate.games == result["wins"] + result["losses"] + result["draws"]
+    assert result["champion_sha256"] == stages.file_sha256(g0.champion)
+    assert len(list((g1.gate_dir / "sgf").rglob("*.sgf"))) == params.gate.games
+    chosen = stages.champion(g1)
+    winner = g1.candidate if result["passed"] else g0.champion
+    assert chosen["sha256"] == stages.file_sha256(winner) == stages.file_sha256(g1.champion)
+
+
+def test_training_twice_gives_the_same_file(line, tmp_path):
+    _, _, g1 = line
+    stages.selfplay(g1, workers=1)
+    stages.dataset(g1)
+    first = stages.train(g1)["sha256"]
+    g1.candidate.unlink()
+    assert stages.train(g1)["sha256"] == first
+
+
+def test_a_window_keeps_the_last_w_generations(tmp_path):
+    ws = Workspace(tmp_path)
+    params = load_params(REPO / SMOKE, ["train.window_generations=2", "pipeline.selfplay_shards=1",
+                                        "selfplay.games_per_shard=2"])
+    gens = [ws.generation(params.game.tag, g) for g in range(4)]
+    for gen in gens:
+        gen.dir.mkdir(parents=True)
+        gen.params_file.write_text(yaml.safe_dump(params.model_dump(mode="json")))
+    stages.init(gens[0])
+    for gen in gens[1:]:
+        gen.prev.champion.exists() or gen.prev.champion.write_bytes(gens[0].champion.read_bytes())
+        stages.selfplay_shard(gen, 0)
+        window = stages.dataset(gen)
+    assert [s["generation"] for s in window["shards"]] == [2, 3]
+    assert [p.name for p in stages.window_paths(gens[3])] == ["shard-000.npz", "shard-000.npz"]
+
+
+def test_a_stage_command_reports_one_line(tmp_path, capsys):
+    assert stages.main(["train", "gens/nope", "--root", str(tmp_path)]) == 1
+    assert "not a generation directory" in capsys.readouterr().err

@@ -1,0 +1,97 @@
+"""MLflow tracking and registry at the pipeline's edge, against a temporary SQLite database."""
+
+import hashlib
+
+import pytest
+
+from pipeline_support import isolate_env
+
+
+@pytest.fixture
+def tracker(tmp_path, monkeypatch):
+    isolate_env(monkeypatch, tmp_path)
+    from flows.tracking import Tracker
+
+    return Tracker(tmp_path, "gomoku-6x6x4")
+
+
+def sha(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_network_round_trip_through_the_registry_is_byte_identical(tracker, tiny_checkpoint, tmp_path):
+    from flows.tracking import champion_uri
+    from zero.network import load_checkpoint
+
+    assert tracker.champion() is None
+    run_id, resumed = tracker.generation_run(0, "h0", {"zero.extra": "1"})
+    assert not resumed
+    tracker.log_network(run_id, tiny_checkpoint)
+    tracker.finish(run_id)
+    arts = {a.path for a in tracker.client.list_artifacts(run_id, "model")}
+    assert arts == {"model/state_dict.pt", "model/config.json", "model/meta.json"}
+    version = tracker.register(run_id, {"zero.generation": 0})
+    tracker.promote(version.version, "first")
+    out = tracker.fetch_network(champion_uri("gomoku-6x6x4"), tmp_path / "back.pt")
+    assert sha(out) == sha(tiny_checkpoint)
+    net, meta = load_checkpoint(out)
+    assert meta == load_checkpoint(tiny_checkpoint)[1]
+
+
+def test_register_is_idempotent_and_only_promote_moves_the_alias(tracker, tiny_checkpoint):
+    versions = []
+    for g in (0, 1, 2):
+        run_id, _ = tracker.generation_run(g, "h", {})
+        tracker.log_network(run_id, tiny_checkpoint)
+        versions.append(tracker.register(run_id, {"zero.generation": g}))
+        assert str(tracker.register(run_id, {"zero.gate_passed": "x"}).version) == str(versions[-1].version)
+    assert [str(v.version) for v in versions] == ["1", "2", "3"]
+    assert tracker.champion() is None  # registering never moves the alias
+    tracker.promote(versions[0].version, "generation 0")
+    tracker.promote(versions[2].version, "generation 2 passed")
+    champ = tracker.champion()
+    assert str(champ.version) == "3" and champ.tags["zero.promoted"] == "generation 2 passed"
+    assert tracker.client.get_model_version(tracker.model, "2").tags["zero.gate_passed"] == "x"
+
+
+def test_generation_run_is_resumed_not_duplicated(tracker):
+    run_a, resumed_a = tracker.generation_run(4, "hash-1", {})
+    tracker.finish(run_a, "KILLED")
+    run_b, resumed_b = tracker.generation_run(4, "hash-1", {})
+    run_c, _ = tracker.generation_run(4, "hash-2", {})  # other params: another run
+    assert (run_b, resumed_a, resumed_b) == (run_a, False, True)
+    assert run_c != run_a
+    assert tracker.client.get_run(run_b).info.status == "RUNNING"
+
+
+def test_params_are_flattened_and_logged_once(tracker, tiny_params):
+    run_id, _ = tracker.generation_run(1, tiny_params.digest(), {})
+    tracker.log_params(run_id, tiny_params.model_dump(mode="json"))
+    tracker.log_params(run_id, tiny_params.model_dump(mode="json"))  # a resumed run: no conflict
+    logged = tracker.client.get_run(run_id).data.params
+    assert logged["train.learning_rate"] == str(tiny_params.train.learning_rate)
+    assert logged["train.lr_milestones"] == "[3]"
+    assert logged["game.name"] == "gomoku"
+    assert len(logged) == len(__import__("flows.tracking", fromlist=["flatten"]).flatten(
+        tiny_params.model_dump(mode="json")))
+
+
+def test_step_logger_keeps_every_step(tracker):
+    run_id, _ = tracker.generation_run(1, "h", {})
+    log = tracker.step_logger(run_id, flush_every=0.0)
+    for step in range(7):
+        log(step, {"loss": 1.0 / (step + 1), "lr": 0.1})
+    log.flush()
+    history = tracker.client.get_metric_history(run_id, "loss")
+    assert sorted(m.step for m in history) == list(range(7))
+
+
+def test_a_model_dir_that_is_not_a_network_is_refused(tmp_path):
+    from flows.tracking import RegistryError, files_to_checkpoint
+
+    (tmp_path / "state_dict.pt").write_bytes(b"not a zip")
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "meta.json").write_text("{}")
+    with pytest.raises(RegistryError, match="not a logged zero network"):
+        files_to_checkpoint(tmp_path, tmp_path / "out.pt")
+    assert not (tmp_path / "out.pt").exists()
