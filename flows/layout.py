@@ -27,13 +27,14 @@ import fcntl
 import json
 import os
 import socket
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import yaml
+
+from zero.fileio import atomic_write_text
 
 GENERATIONS_FILE = "generations.yaml"
 GENS_DIR = "gens"
@@ -75,23 +76,6 @@ def split_counts(total: int, parts: int, unit: int = 1) -> list[int]:
     counts = [(base + (1 if i < extra else 0)) * unit for i in range(parts)]
     counts[-1] += rest
     return counts
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temp file and a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_json(path: Path, data: dict) -> None:

@@ -33,7 +33,6 @@ from flows.layout import Generation, derive_seed, split_counts, write_json
 
 
 # Wall-clock figures that must not reach an output file.
-TIMING_KEYS = ("positions_per_s", "seconds")
 
 
 def parse_gen_dir(gen_dir: str | Path, root: str | Path = ".") -> Generation:
@@ -264,30 +263,12 @@ def train(gen: Generation, on_step=None) -> dict:
     if _checkpoint_ok(gen.candidate):
         return {"seed": seed, "sha256": file_sha256(gen.candidate), "trained": False}
     share_cores(params.train.threads, 1)  # a reused worker process may have been set to fewer threads
-    tmp = gen.candidate.with_name("." + gen.candidate.name + ".tmp")
     summary = train_net(
-        params, gen.prev.champion, [str(p) for p in window_paths(gen)], tmp, seed,
+        params, gen.prev.champion, [str(p) for p in window_paths(gen)], gen.candidate, seed,
         on_step=on_step, meta={"generation": gen.g},
     )
-    _drop_timings(tmp, gen.candidate)
-    tmp.unlink(missing_ok=True)
     summary.update(seed=seed, sha256=file_sha256(gen.candidate), trained=True)
     return summary
-
-
-def _drop_timings(src: Path, out: Path) -> None:
-    """Copy a checkpoint to `out` without the wall-clock figures in its meta (throughput).
-
-    Timings differ from run to run; left in, two trainings with the same weights
-    would give files with different hashes, and `dvc repro` could never match.
-    """
-    from zero.network import load_checkpoint, save_checkpoint
-
-    net, meta = load_checkpoint(src)
-    final = meta.get("final")
-    if isinstance(final, dict):
-        meta["final"] = {k: v for k, v in final.items() if k not in TIMING_KEYS}
-    save_checkpoint(net, out, meta)
 
 
 # --- gate ---------------------------------------------------------------------------------------

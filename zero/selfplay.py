@@ -172,7 +172,8 @@ def records_to_shard(records: list[GameRecord], game: Game, params, seed: int) -
             "plane_shape": [game.num_planes, game.height, game.width],
             "num_actions": game.num_actions,
             "seed": seed,
-            "params": params.model_dump(mode="json"),
+            # only the sections self-play reads, so no other key changes a shard's bytes
+            "params": params.model_dump(mode="json", include={"game", "mcts", "selfplay"}),
         },
     )
 

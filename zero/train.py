@@ -32,6 +32,7 @@ from zero.network import load_checkpoint, pick_device, save_checkpoint, set_thre
 from zero.shards import file_sha256, read_shard
 
 METRIC_KEYS = ("loss", "policy_loss", "value_loss", "l2", "entropy", "lr", "positions_per_s")
+TIMING_KEYS = ("positions_per_s",)  # metrics that measure the machine, not the network
 
 
 class WindowError(ValueError):
@@ -255,7 +256,8 @@ def train(
             "positions": len(window),
             "shards": [s["sha256"] for s in window.shards],
             "init_checkpoint_sha256": file_sha256(init_checkpoint),
-            "final": final,
+            # no wall-clock figures: the same weights must give the same file bytes
+            "final": {k: v for k, v in final.items() if k not in TIMING_KEYS},
         }
     )
     out_meta.update(meta or {})
