@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Callable, TextIO
 
+from zero import __version__
 from zero.games.base import IllegalMove, point_to_text, text_to_point
 from zero.sgf import SgfError, game_to_sgf, parse_sgf
 
@@ -26,15 +27,6 @@ MIN_SIZE, MAX_SIZE = 5, 19
 
 class GtpError(Exception):
     """A command that cannot be carried out; the message is the `?` response text."""
-
-
-def _version() -> str:
-    try:
-        from zero import __version__
-
-        return __version__
-    except ImportError:
-        return "dev"
 
 
 def score_text(score: float) -> str:
@@ -89,7 +81,7 @@ class GtpEngine:
         self.commands: dict[str, Callable[[list[str]], str]] = {
             "protocol_version": lambda a: self._no_args(a, "2"),
             "name": lambda a: self._no_args(a, "zero"),
-            "version": lambda a: self._no_args(a, _version()),
+            "version": lambda a: self._no_args(a, __version__),
             "known_command": self.cmd_known_command,
             "list_commands": lambda a: self._no_args(a, "\n".join(self.commands)),
             "quit": self.cmd_quit,

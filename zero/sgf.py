@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from zero import __version__
+
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 GO_RULES = "Tromp-Taylor"
 GO_RULES_NOTE = "Tromp-Taylor area scoring, positional superko, suicide not allowed"
@@ -24,15 +26,6 @@ _GM_NAMES = {v: k for k, v in _GM.items()}
 
 class SgfError(ValueError):
     """SGF text that cannot be read: the message says what is wrong and where."""
-
-
-def _version() -> str:
-    try:
-        from zero import __version__
-
-        return __version__
-    except ImportError:
-        return "dev"
 
 
 def _escape(value: str) -> str:
@@ -85,7 +78,7 @@ def game_to_sgf(
         ("FF", "4"),
         ("GM", str(_GM[game])),
         ("CA", "UTF-8"),
-        ("AP", f"zero:{_version()}"),
+        ("AP", f"zero:{__version__}"),
         ("SZ", str(h) if h == w else f"{w}:{h}"),
     ]
     if game == "go":
