@@ -127,18 +127,10 @@ def _checkpoint_ok(path: Path) -> bool:
 
 def shard_stats(path: Path) -> dict:
     """The deterministic summary of a shard, read back from the file itself."""
-    from zero.shards import read_shard
+    from zero.shards import read_shard, shard_summary
 
-    s = read_shard(path)
     return {
-        "games": int(len(s.length)),
-        "positions": int(len(s.value)),
-        "resigned": int(s.resigned.sum()),
-        "calibration_games": int(s.no_resign.sum()),
-        "black_wins": int((s.result > 0).sum()),
-        "white_wins": int((s.result < 0).sum()),
-        "draws": int((s.result == 0).sum()),
-        "moves": int(s.length.sum()),
+        **shard_summary(read_shard(path)),
         "sha256": file_sha256(path),
     }
 

@@ -22,7 +22,7 @@ from zero.fileio import atomic_write_text
 from zero.games import Game, make_game
 from zero.mcts import Search
 from zero.network import load_checkpoint, pick_device, set_threads
-from zero.shards import SHARD_FORMAT, Shard, pack_planes, write_shard
+from zero.shards import SHARD_FORMAT, Shard, pack_planes, shard_summary, write_shard
 
 
 @dataclass
@@ -219,13 +219,7 @@ def play_shard(params, checkpoint: str | Path, out_path: str | Path, seed: int,
         write_sgfs(records, params, sgf_dir, Path(out_path).stem)
     seconds = time.perf_counter() - start
     return {
-        "games": len(records),
-        "positions": int(len(shard.value)),
-        "resigned": int(shard.resigned.sum()),
-        "calibration_games": int(shard.no_resign.sum()),
-        "black_wins": int((shard.result > 0).sum()),
-        "white_wins": int((shard.result < 0).sum()),
-        "draws": int((shard.result == 0).sum()),
+        **shard_summary(shard),
         "sha256": sha,
         "seconds": seconds,
         "nn_evals": evaluator.nn_positions,

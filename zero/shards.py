@@ -155,6 +155,20 @@ def _check(path: Path, s: Shard) -> None:
         raise ShardError(f"{path}: inconsistent shard: {'; '.join(problems)}")
 
 
+def shard_summary(shard: Shard) -> dict:
+    """Counts that describe a shard's games: a pure function of its content."""
+    return {
+        "games": int(len(shard.length)),
+        "positions": int(len(shard.value)),
+        "resigned": int(shard.resigned.sum()),
+        "calibration_games": int(shard.no_resign.sum()),
+        "black_wins": int((shard.result > 0).sum()),
+        "white_wins": int((shard.result < 0).sum()),
+        "draws": int((shard.result == 0).sum()),
+        "moves": int(shard.length.sum()),
+    }
+
+
 def verify_shard(path: str | Path) -> bool:
     """True if `path` is a complete, readable shard."""
     try:
