@@ -1,0 +1,85 @@
+"""The ladder: matches recorded as pairings, ratings fitted over a directory, the Elo plot."""
+
+import json
+import shutil
+
+import pytest
+
+from zero.config import params_from_dict
+from zero.ladder import (LadderError, find_gnugo, fit_dir, openings, opponent_name, parse_anchor, play_pairing,
+                         plot_dir, read_pairings, write_pairing)
+
+GOMOKU = params_from_dict({"game": {"name": "gomoku", "height": 6, "width": 6, "k": 4},
+                           "network": {"size": "b1c8", "value_hidden": 8}, "gate": {"threads": 1}})
+GO = params_from_dict({"game": {"name": "go", "size": 9}, "network": {"size": "b1c8", "value_hidden": 8},
+                       "gate": {"threads": 1}})
+
+
+def test_names_and_anchor():
+    assert opponent_name("gnugo:10") == "gnugo-l10"
+    assert opponent_name("mcts:1000") == "mcts-1000"
+    assert opponent_name("models/go-9.pt") == "go-9"
+    assert parse_anchor("gnugo:10=1800") == ("gnugo-l10", 1800.0)
+    with pytest.raises(LadderError, match="not of the form"):
+        parse_anchor("gnugo:10")
+
+
+def test_openings_are_distinct_and_central():
+    ops = openings(9, 50, 2, seed=3)
+    assert len(ops) == 50 and len({tuple(o) for o in ops}) == 50
+    for o in ops:
+        for a in o:
+            r, c = divmod(a, 9)
+            assert 2 <= r <= 6 and 2 <= c <= 6
+        assert o[0] != o[1]
+    assert openings(9, 50, 2, seed=3) == ops
+
+
+def test_a_pairing_is_recorded_with_its_games(tmp_path):
+    rec = play_pairing(GOMOKU, "mcts:200", "random", 6, seed=1, visits=8, out_dir=tmp_path, concurrent=6)
+    assert rec["a"] == "mcts-200" and rec["b"] == "random" and rec["games"] == 6
+    assert rec["wins"] >= 5  # pure MCTS with 200 rollouts against random moves on 6x6, four in a row
+    assert len(list((tmp_path / "sgf" / "mcts-200--random--ladder").glob("*.sgf"))) == 6
+    assert read_pairings(tmp_path) == [rec]
+    with pytest.raises(LadderError, match="colour-swapped"):
+        play_pairing(GOMOKU, "mcts:8", "random", 3, seed=1, visits=8, out_dir=tmp_path)
+
+
+def test_fit_over_a_directory_and_the_plot(tmp_path):
+    write_pairing(tmp_path, {"a": "g0001", "b": "g0000", "wins": 30, "losses": 10, "draws": 0, "label": "gate"})
+    write_pairing(tmp_path, {"a": "g0002", "b": "g0001", "wins": 25, "losses": 15, "draws": 0, "label": "gate"})
+    # No games against the anchor yet: relative to g0000, and said so.
+    fitted = fit_dir(tmp_path, fallback_anchor="g0000")
+    assert fitted["anchor"] == {"player": "g0000", "elo": 0.0, "anchored": False}
+    assert 0 < fitted["ratings"]["g0001"]["elo"] < fitted["ratings"]["g0002"]["elo"]
+    write_pairing(tmp_path, {"a": "g0002", "b": "gnugo-l10", "wins": 5, "losses": 15, "draws": 0})
+    fitted = fit_dir(tmp_path, fallback_anchor="g0000")
+    assert fitted["anchor"]["anchored"] and fitted["ratings"]["gnugo-l10"]["elo"] == 1800
+    assert fitted["ratings"]["g0002"]["elo"] < 1800
+    assert json.loads((tmp_path / "ratings.json").read_text()) == fitted
+    (tmp_path / "players.json").write_text(json.dumps({
+        "g0000": {"generation": 0, "compute_hours": 0.0},
+        "g0001": {"generation": 1, "compute_hours": 0.5},
+        "g0002": {"generation": 2, "compute_hours": 1.1}}))
+    png = plot_dir(tmp_path, fitted)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_a_malformed_pairing_is_named(tmp_path):
+    (tmp_path / "pairings").mkdir()
+    (tmp_path / "pairings" / "bad.json").write_text('{"a": "x", "b": "y", "wins": "many"}')
+    with pytest.raises(LadderError, match="bad.json"):
+        read_pairings(tmp_path)
+    with pytest.raises(LadderError, match="not a ladder directory"):
+        read_pairings(tmp_path / "nothing")
+
+
+@pytest.mark.skipif(shutil.which("gnugo") is None and shutil.which("/usr/games/gnugo") is None,
+                    reason="GNU Go is not installed")
+def test_gnugo_is_an_opponent(tmp_path):
+    assert find_gnugo().endswith("gnugo")
+    rec = play_pairing(GO, "init", "gnugo:1", 2, seed=5, visits=4, out_dir=tmp_path, a_name="fresh", concurrent=2)
+    # An untrained network against GNU Go: GNU Go wins both, refereed by zero's Tromp-Taylor count.
+    assert (rec["wins"], rec["losses"]) == (0, 2)
+    sgfs = sorted((tmp_path / "sgf" / "fresh--gnugo-l1--ladder").glob("*.sgf"))
+    assert len(sgfs) == 2 and all("RE[" in p.read_text() for p in sgfs)

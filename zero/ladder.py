@@ -1,0 +1,272 @@
+"""The ladder: a player against fixed opponents, every result kept, one rating fit over all of them.
+
+A ladder directory holds what the ratings are fitted from:
+
+    pairings/<a>--<b>--<label>.json   one match's result from a's view, with how it was played
+    sgf/<a>--<b>--<label>/            its games
+    players.json                      optional facts per player (generation, cumulative compute)
+    ratings.json, elo.png             written by `fit_dir` and `plot_dir`
+
+Opponents are match player specs (zero.match.make_player) plus `gnugo:<level>`,
+GNU Go 3.8 over GTP with Chinese rules, positional superko and capture of all
+dead stones. zero referees every game by its own rules (Tromp-Taylor area
+scoring, positional superko) whatever the engines think; openings are varied
+by a few fixed random moves in the centre of the board, each opening played
+twice with colours swapped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+
+from zero.fileio import atomic_write_text
+from zero.ratings import DEFAULT_ANCHOR, Pairing, Rating, fit_ratings
+
+GNUGO_FLAGS = "--mode gtp --chinese-rules --positional-superko --capture-all-dead"
+GNUGO_PATHS = ("gnugo", "/usr/games/gnugo", "/usr/local/bin/gnugo", "/opt/homebrew/bin/gnugo")
+INSTALL_HINT = ("GNU Go 3.8 is needed for the ladder: `apt-get install gnugo` (Debian, Ubuntu; as root), "
+                "`brew install gnu-go` (macOS), or build it from https://www.gnu.org/software/gnugo/")
+_NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
+
+
+class LadderError(RuntimeError):
+    """A ladder that cannot run or a ladder directory that cannot be read; the message says which."""
+
+
+def find_gnugo(command: str = "gnugo") -> str:
+    """The GNU Go executable: `command` if it runs from PATH or is a path, else the usual places."""
+    for candidate in (command, *GNUGO_PATHS):
+        found = shutil.which(candidate)
+        if found:
+            return found
+    raise LadderError(f"GNU Go not found (tried {command!r} and {', '.join(GNUGO_PATHS[1:])}). {INSTALL_HINT}")
+
+
+def opponent_name(spec: str) -> str:
+    """A short, file-safe name for an opponent spec: gnugo:10 -> gnugo-l10, mcts:1000 -> mcts-1000."""
+    if spec.startswith("gnugo:"):
+        return f"gnugo-l{int(spec.split(':', 1)[1])}"
+    if spec.startswith("mcts:"):
+        return f"mcts-{int(spec.split(':', 1)[1])}"
+    name = Path(spec).stem if spec.endswith(".pt") else spec
+    name = re.sub(r"[^A-Za-z0-9_.+-]", "_", name)
+    return name
+
+
+def player_spec(spec: str, gnugo: str = "gnugo") -> str:
+    """The zero.match player spec of an opponent (`gnugo:L` becomes a GTP command line)."""
+    if spec.startswith("gnugo:"):
+        level = spec.split(":", 1)[1]
+        if not level.isdigit() or not 0 <= int(level) <= 10:
+            raise LadderError(f"opponent {spec!r}: GNU Go levels are 0 to 10")
+        return f"gtp:{find_gnugo(gnugo)} {GNUGO_FLAGS} --level {int(level)}"
+    return spec
+
+
+def openings(size: int, pairs: int, moves: int, seed: int) -> list[list[int]]:
+    """`pairs` distinct openings of `moves` random moves on the central points of a size x size board.
+
+    Points at least two lines from the edge (the centre 5x5 of 9x9); an action
+    is row * size + column, as in zero's games.
+    """
+    if moves == 0:
+        return [[]]
+    lo, hi = (2, size - 2) if size >= 7 else (1, size - 1)
+    centre = [r * size + c for r in range(lo, hi) for c in range(lo, hi)]
+    rng = np.random.default_rng(seed)
+    out, seen = [], set()
+    for _ in range(pairs * 20):
+        if len(out) == pairs:
+            break
+        seq = tuple(int(a) for a in rng.choice(centre, size=min(moves, len(centre)), replace=False))
+        if seq not in seen:
+            seen.add(seq)
+            out.append(list(seq))
+    return out
+
+
+def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out_dir: str | Path,
+                 a_name: str | None = None, b_name: str | None = None, label: str = "ladder",
+                 concurrent: int = 10, opening_moves: int = 2, gnugo: str = "gnugo") -> dict:
+    """Play `games` games (whole colour-swapped pairs) of a against b and record them in a ladder dir.
+
+    Returns the pairing record (also written to pairings/<a>--<b>--<label>.json).
+    """
+    from zero.games import make_game
+    from zero.match import make_player, run_match
+    from zero.selfplay import write_sgfs
+
+    if games < 2 or games % 2:
+        raise LadderError(f"a ladder match is whole colour-swapped pairs: {games} games is not a positive even number")
+    a_name, b_name = a_name or opponent_name(a), b_name or opponent_name(b)
+    for name in (a_name, b_name, label):
+        if not _NAME.match(name):
+            raise LadderError(f"player or label name {name!r} may only hold letters, digits and _ . + -")
+    game = make_game(params.game)
+    size = params.game.size if params.game.name == "go" else params.game.width
+    # Go: fixed central openings; Gomoku: the first moves are sampled from the players' own search.
+    opens = openings(size, games // 2, opening_moves, seed) if params.game.name == "go" else None
+    pa = make_player(player_spec(a, gnugo), params, game, visits, seed)
+    pb = make_player(player_spec(b, gnugo), params, game, visits, seed + 1)
+    started = time.time()
+    out = run_match(game, pa, pb, games, seed, concurrent, 0 if opens else opening_moves, -1.0,
+                    openings=opens)
+    out_dir = Path(out_dir)
+    key = f"{a_name}--{b_name}--{label}"
+    tmp_sgf = out_dir / "sgf" / f".{key}.tmp"
+    shutil.rmtree(tmp_sgf, ignore_errors=True)
+    write_sgfs(out.records, params, tmp_sgf, key)
+    final_sgf = out_dir / "sgf" / key
+    shutil.rmtree(final_sgf, ignore_errors=True)
+    tmp_sgf.replace(final_sgf)
+    record = {
+        "a": a_name, "b": b_name, "a_spec": a, "b_spec": b, "label": label,
+        **out.result.to_dict(),
+        "seed": seed, "visits": visits, "opening_moves": opening_moves, "game": params.game.tag,
+        "komi": params.game.komi if params.game.name == "go" else None,
+        "rules": "tromp-taylor area, positional superko, refereed by zero",
+        "seconds": round(time.time() - started, 1),
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    write_pairing(out_dir, record)
+    return record
+
+
+def write_pairing(ladder_dir: str | Path, record: dict) -> Path:
+    """Write one pairing record as pairings/<a>--<b>--<label>.json (atomically)."""
+    for key in ("a", "b", "wins", "losses", "draws"):
+        if key not in record:
+            raise LadderError(f"pairing record lacks {key!r}")
+    path = Path(ladder_dir) / "pairings" / f"{record['a']}--{record['b']}--{record.get('label', 'ladder')}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def read_pairings(ladder_dir: str | Path) -> list[dict]:
+    """Every pairing record of a ladder dir, sorted by file name; a malformed file is named."""
+    folder = Path(ladder_dir) / "pairings"
+    if not folder.is_dir():
+        raise LadderError(f"{ladder_dir}: not a ladder directory (no pairings/ folder)")
+    out = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            rec = json.loads(path.read_text())
+            Pairing(str(rec["a"]), str(rec["b"]), int(rec["wins"]), int(rec["losses"]), int(rec["draws"]))
+        except (ValueError, KeyError, TypeError) as e:
+            raise LadderError(f"{path}: not a pairing record ({type(e).__name__}: {e})") from None
+        out.append(rec)
+    return out
+
+
+def parse_anchor(text: str) -> tuple[str, float]:
+    """`gnugo:10=1800` or `gnugo-l10=1800` -> ("gnugo-l10", 1800.0)."""
+    if "=" not in text:
+        raise LadderError(f"anchor {text!r} is not of the form <player>=<rating>, e.g. gnugo:10=1800")
+    name, value = text.rsplit("=", 1)
+    try:
+        return opponent_name(name.strip()), float(value)
+    except ValueError:
+        raise LadderError(f"anchor {text!r}: {value!r} is not a number") from None
+
+
+def fit_dir(ladder_dir: str | Path, anchor: tuple[str, float] = DEFAULT_ANCHOR,
+            fallback_anchor: str | None = None) -> dict:
+    """Fit ratings over every pairing of a ladder dir and write ratings.json.
+
+    When the anchor played no game, the ratings are relative to `fallback_anchor`
+    at 0 (reported with "anchored": false).
+    """
+    records = read_pairings(ladder_dir)
+    pairs = [Pairing(r["a"], r["b"], r["wins"], r["losses"], r["draws"]) for r in records]
+    anchored = True
+    ratings = fit_ratings(pairs, anchor)
+    if not ratings and fallback_anchor:
+        anchored, anchor = False, (fallback_anchor, 0.0)
+        ratings = fit_ratings(pairs, anchor)
+    out = {
+        "anchor": {"player": anchor[0], "elo": anchor[1], "anchored": anchored},
+        "method": "maximum-likelihood Bradley-Terry over all pairings, draws half, one virtual draw per pair; "
+                  "95% intervals from the observed information",
+        "pairings": len(records),
+        "games": sum(p.games for p in pairs),
+        "ratings": {name: r.to_dict() for name, r in sorted(ratings.items(), key=lambda kv: -kv[1].elo)},
+    }
+    atomic_write_text(Path(ladder_dir) / "ratings.json", json.dumps(out, indent=1) + "\n")
+    return out
+
+
+def read_players(ladder_dir: str | Path) -> dict:
+    path = Path(ladder_dir) / "players.json"
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except ValueError as e:
+        raise LadderError(f"{path}: not valid JSON ({e})") from None
+
+
+def plot_dir(ladder_dir: str | Path, fitted: dict, out: str | Path | None = None, title: str = "") -> Path:
+    """Draw elo.png: the rating of each generation's network with its 95% interval, by generation and
+    against cumulative self-play compute, with the fixed opponents as horizontal lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ladder_dir = Path(ladder_dir)
+    ratings, players = fitted["ratings"], read_players(ladder_dir)
+    gens = sorted((info["generation"], name) for name, info in players.items()
+                  if name in ratings and info.get("generation") is not None)
+    fixed = [name for name in ratings if name not in players]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    for ax, key, label in ((axes[0], "generation", "generation"),
+                           (axes[1], "compute_hours", "cumulative self-play compute (core-hours, GPU-hours)")):
+        xs = [players[n].get(key) if key != "generation" else g for g, n in gens]
+        pts = [(x, ratings[n]) for x, (g, n) in zip(xs, gens) if x is not None]
+        if pts:
+            x = [p[0] for p in pts]
+            y = [p[1]["elo"] for p in pts]
+            err = [[p[1]["elo"] - p[1]["elo_low"] for p in pts], [p[1]["elo_high"] - p[1]["elo"] for p in pts]]
+            ax.errorbar(x, y, yerr=err, fmt="o-", capsize=3, label="zero (95% interval)")
+        for i, name in enumerate(sorted(fixed, key=lambda n: ratings[n]["elo"])):
+            ax.axhline(ratings[name]["elo"], color=f"C{i + 1}", ls="--", lw=1, label=name)
+        ax.set_xlabel(label)
+        ax.grid(alpha=0.3)
+    anchor = fitted["anchor"]
+    axes[0].set_ylabel(f"Elo ({anchor['player']} = {anchor['elo']:g})" if anchor["anchored"]
+                       else f"Elo relative to {anchor['player']} (no anchor games)")
+    axes[1].legend(loc="best", fontsize=8)
+    fig.suptitle(title or f"zero ladder: {fitted['games']} games in {fitted['pairings']} pairings")
+    fig.tight_layout()
+    out = Path(out) if out else ladder_dir / "elo.png"
+    tmp = out.with_name(out.name + ".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(out)
+    return out
+
+
+def table(fitted: dict, records: list[dict]) -> list[dict]:
+    """Rows of the ladder table: one per pairing, with both players' ratings."""
+    ratings = fitted["ratings"]
+    rows = []
+    for r in records:
+        rows.append({
+            "a": r["a"], "b": r["b"], "label": r.get("label", ""), "games": r["wins"] + r["losses"] + r["draws"],
+            "score": f"{r['wins']}-{r['losses']}-{r['draws']}", "win_rate": r.get("win_rate"),
+            "elo_diff": r.get("elo"), "elo_diff_low": r.get("elo_low"), "elo_diff_high": r.get("elo_high"),
+            "a_rating": ratings.get(r["a"]), "b_rating": ratings.get(r["b"]), "date": r.get("date"),
+        })
+    return rows
+
+
+def rating_of(fitted: dict, name: str) -> Rating | None:
+    r = fitted["ratings"].get(name)
+    return Rating(name, r["elo"], r["elo_low"], r["elo_high"], r["games"]) if r else None
