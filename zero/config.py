@@ -2,23 +2,104 @@
 
 The file is read once at an entry point (the CLI or a flow) into `Params` and
 passed down explicitly. Unknown keys and bad values are refused with the
-field named.
+field named. Types are strict (`true` is not an integer, `"3"` not a number;
+an integer is a valid float), every count has an upper bound, and the network
+and the search trees a file asks for must fit in memory.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+# Upper bounds: generous for real runs, small enough that a typo fails here, not in an allocation.
+MAX_GAMES = 100_000  # games in a shard, a gate or a match
+MAX_VISITS = 100_000  # search visits per move
+MAX_CONCURRENT = 4096  # games played at once
+MAX_MOVES = 10_000  # temperature / opening moves (a 19x19 game ends within 722)
+MAX_THREADS = 1024
+MAX_SHARDS = 10_000
+MAX_STEPS = 100_000_000
+MAX_BATCH = 65_536
+MAX_SEED = 2**63 - 1
+MAX_BLOCKS = 256
+MAX_FILTERS = 4096
+MAX_NETWORK_BYTES = 2**30  # float32 weights of the network (the paper's 40-block network: ~0.2 GiB on 19x19)
+MAX_TREE_BYTES = 16 * 2**30  # preallocated search trees of a stage (all games, both players)
+TREE_BYTES_PER_EDGE = 16  # N, W, P, child: 4 bytes each per [game, node, action]
+
 
 class ConfigError(ValueError):
     """A params file or override that cannot be used; the message names the field."""
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """SafeLoader that also reads YAML 1.2 floats without a dot (`1e-4`, `1e20`) as numbers, not strings."""
+
+
+_YamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def read_yaml(text: str) -> Any:
+    """Parse YAML text the way params files and overrides are read."""
+    return yaml.load(text, Loader=_YamlLoader)
+
+
+def _int(default: int, ge: int, le: int):
+    """A strict integer field (no bools, floats or strings) in [ge, le]."""
+    return Field(default, strict=True, ge=ge, le=le)
+
+
+def _float(default: float | None, **bounds):
+    """A strict, finite float field (integers are accepted; bools and strings are not)."""
+    return Field(default, strict=True, allow_inf_nan=False, **bounds)
+
+
+def _bool(default: bool):
+    return Field(default, strict=True)
+
+
+_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d{1,3})?)$")
+
+
+def _device(v: str) -> str:
+    if not _DEVICE.match(v):
+        raise ValueError(f"device {v!r} is not one of auto, cpu, cuda, cuda:<index>, mps")
+    return v
+
+
+def network_parameters(in_planes: int, height: int, width: int, num_actions: int, blocks: int, filters: int,
+                       value_hidden: int = 64) -> int:
+    """The number of trainable parameters of network.ZeroNet for these sizes."""
+    c, hw = filters, height * width
+    stem = in_planes * c * 9 + 2 * c
+    trunk = blocks * (2 * c * c * 9 + 4 * c)
+    policy = 2 * c + 2 * 2 + 2 * hw * num_actions + num_actions
+    value = c + 2 + hw * value_hidden + value_hidden + value_hidden + 1
+    return stem + trunk + policy + value
+
+
+def board_shape(game: "GameConfig") -> tuple[int, int, int]:
+    """(input planes, board points, actions) of a game section, as zero.games builds it."""
+    if game.name == "go":
+        return 17, game.size * game.size, game.size * game.size + 1
+    return 4, game.height * game.width, game.height * game.width
+
+
+def tree_bytes(game: "GameConfig", games_at_once: int, visits: int, players: int = 1) -> int:
+    """Bytes of the search trees preallocated for `games_at_once` games at `visits` visits a move."""
+    return players * games_at_once * (visits + 2) * board_shape(game)[2] * TREE_BYTES_PER_EDGE
 
 
 class _Section(BaseModel):
@@ -29,11 +110,11 @@ class GameConfig(_Section):
     """Which game and board. Go uses `size` and `komi`; Gomoku `height`, `width`, `k`."""
 
     name: Literal["go", "gomoku"] = "go"
-    size: int = Field(9, ge=5, le=19)
-    komi: float = 7.5
-    height: int = Field(15, ge=3, le=25)
-    width: int = Field(15, ge=3, le=25)
-    k: int = Field(5, ge=3, le=9)
+    size: int = _int(9, ge=5, le=19)
+    komi: float = _float(7.5, ge=-361, le=361)
+    height: int = _int(15, ge=3, le=25)
+    width: int = _int(15, ge=3, le=25)
+    k: int = _int(5, ge=3, le=9)
 
     @model_validator(mode="after")
     def _k_fits(self) -> "GameConfig":
@@ -55,8 +136,8 @@ _NET_NAME = re.compile(r"^b(\d+)c(\d+)$")
 class NetworkConfig(_Section):
     """Residual trunk size by name, e.g. `b6c64` (6 blocks of 64 filters)."""
 
-    size: str = "b6c64"
-    value_hidden: int = Field(64, ge=1)
+    size: str = Field("b6c64", strict=True, max_length=32)
+    value_hidden: int = _int(64, ge=1, le=4096)
 
     @field_validator("size")
     @classmethod
@@ -64,6 +145,8 @@ class NetworkConfig(_Section):
         m = _NET_NAME.match(v)
         if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
             raise ValueError(f"network size {v!r} is not of the form b<blocks>c<filters>, e.g. b6c64")
+        if int(m.group(1)) > MAX_BLOCKS or int(m.group(2)) > MAX_FILTERS:
+            raise ValueError(f"network size {v!r}: at most {MAX_BLOCKS} blocks of {MAX_FILTERS} filters")
         return v
 
     @property
@@ -78,55 +161,71 @@ class NetworkConfig(_Section):
 class MCTSConfig(_Section):
     """PUCT search. `dirichlet_alpha: null` scales it to the board: 0.03 * 361 / legal moves."""
 
-    c_puct: float = Field(1.5, gt=0)
-    fpu_reduction: float = Field(0.25, ge=0)
-    dirichlet_alpha: float | None = Field(None, gt=0)
-    dirichlet_weight: float = Field(0.25, ge=0, le=1)
-    symmetries: bool = True
+    c_puct: float = _float(1.5, gt=0, le=100)
+    fpu_reduction: float = _float(0.25, ge=0, le=2)  # values lie in [-1, 1]
+    dirichlet_alpha: float | None = _float(None, gt=0, le=100)
+    dirichlet_weight: float = _float(0.25, ge=0, le=1)
+    symmetries: bool = _bool(True)
 
 
 class SelfPlayConfig(_Section):
-    games_per_shard: int = Field(64, ge=1)
-    concurrent_games: int = Field(128, ge=1)
-    visits: int = Field(100, ge=1)
-    temperature_moves: int = Field(8, ge=0)
-    resign_threshold: float = Field(-0.9, ge=-1, le=1)
-    resign_playout_share: float = Field(0.1, ge=0, le=1)
-    reuse_tree: bool = True
-    device: str = "auto"
-    threads: int = Field(0, ge=0)  # torch CPU threads; 0 = one per core
+    games_per_shard: int = _int(64, ge=1, le=MAX_GAMES)
+    concurrent_games: int = _int(128, ge=1, le=MAX_CONCURRENT)
+    visits: int = _int(100, ge=1, le=MAX_VISITS)
+    temperature_moves: int = _int(8, ge=0, le=MAX_MOVES)
+    resign_threshold: float = _float(-0.9, ge=-1, le=1)
+    resign_playout_share: float = _float(0.1, ge=0, le=1)
+    reuse_tree: bool = _bool(True)
+    device: Annotated[str, Field(strict=True)] = "auto"
+    threads: int = _int(0, ge=0, le=MAX_THREADS)  # torch CPU threads; 0 = one per core
+
+    @field_validator("device")
+    @classmethod
+    def _known_device(cls, v: str) -> str:
+        return _device(v)
 
 
 class TrainConfig(_Section):
-    batch_size: int = Field(256, ge=1)
-    steps: int = Field(1000, ge=1)
-    learning_rate: float = Field(0.02, gt=0)
-    lr_milestones: list[int] = Field(default_factory=lambda: [600, 900])
-    lr_gamma: float = Field(0.1, gt=0, le=1)
-    momentum: float = Field(0.9, ge=0, lt=1)
-    weight_decay: float = Field(1e-4, ge=0)
-    window_generations: int = Field(4, ge=1)
-    max_window_positions: int = Field(500_000, ge=1)
-    device: str = "auto"
-    threads: int = Field(0, ge=0)  # torch CPU threads; 0 = one per core
+    batch_size: int = _int(256, ge=1, le=MAX_BATCH)
+    steps: int = _int(1000, ge=1, le=MAX_STEPS)
+    learning_rate: float = _float(0.02, gt=0, le=10)
+    lr_milestones: list[Annotated[int, Field(strict=True, ge=0, le=MAX_STEPS)]] = Field(
+        default_factory=lambda: [600, 900], strict=True, max_length=1000)
+    lr_gamma: float = _float(0.1, gt=0, le=1)
+    momentum: float = _float(0.9, ge=0, lt=1)
+    weight_decay: float = _float(1e-4, ge=0, le=1)
+    window_generations: int = _int(4, ge=1, le=100_000)
+    max_window_positions: int = _int(500_000, ge=1, le=1_000_000_000)
+    device: Annotated[str, Field(strict=True)] = "auto"
+    threads: int = _int(0, ge=0, le=MAX_THREADS)  # torch CPU threads; 0 = one per core
+
+    @field_validator("device")
+    @classmethod
+    def _known_device(cls, v: str) -> str:
+        return _device(v)
 
 
 class GateConfig(_Section):
-    games: int = Field(400, ge=2)
-    threshold: float = Field(0.55, gt=0, lt=1)
-    visits: int = Field(100, ge=1)
-    concurrent_games: int = Field(100, ge=1)
-    opening_moves: int = Field(6, ge=0)
-    sequential: bool = True
-    device: str = "auto"
-    threads: int = Field(0, ge=0)  # torch CPU threads; 0 = one per core
+    games: int = _int(400, ge=2, le=MAX_GAMES)
+    threshold: float = _float(0.55, gt=0, lt=1)
+    visits: int = _int(100, ge=1, le=MAX_VISITS)
+    concurrent_games: int = _int(100, ge=1, le=MAX_CONCURRENT)
+    opening_moves: int = _int(6, ge=0, le=MAX_MOVES)
+    sequential: bool = _bool(True)
+    device: Annotated[str, Field(strict=True)] = "auto"
+    threads: int = _int(0, ge=0, le=MAX_THREADS)  # torch CPU threads; 0 = one per core
+
+    @field_validator("device")
+    @classmethod
+    def _known_device(cls, v: str) -> str:
+        return _device(v)
 
 
 class PipelineConfig(_Section):
-    seed: int = 0
-    selfplay_shards: int = Field(4, ge=1)
-    gate_shards: int = Field(4, ge=1)
-    num_gpus: float = Field(0, ge=0)
+    seed: int = _int(0, ge=0, le=MAX_SEED)
+    selfplay_shards: int = _int(4, ge=1, le=MAX_SHARDS)
+    gate_shards: int = _int(4, ge=1, le=MAX_SHARDS)
+    num_gpus: float = _float(0, ge=0, le=1024)
 
 
 class Params(_Section):
@@ -140,6 +239,30 @@ class Params(_Section):
     gate: GateConfig = GateConfig()
     pipeline: PipelineConfig = PipelineConfig()
 
+    @model_validator(mode="after")
+    def _fits_in_memory(self) -> "Params":
+        planes, points, actions = board_shape(self.game)
+        net = self.network
+        size = 4 * network_parameters(planes, 1, points, actions, net.blocks, net.filters, net.value_hidden)
+        if size > MAX_NETWORK_BYTES:
+            raise ValueError(
+                f"network.size: {net.size} on {self.game.tag} needs {size / 2**30:.1f} GiB of weights, "
+                f"more than the {MAX_NETWORK_BYTES / 2**30:.0f} GiB limit"
+            )
+        sp, gate = self.selfplay, self.gate
+        for section, at_once, visits, players in (
+            ("selfplay", min(sp.concurrent_games, sp.games_per_shard), sp.visits, 1),
+            ("gate", min(gate.concurrent_games, gate.games), gate.visits, 2),
+        ):
+            need = tree_bytes(self.game, at_once, visits, players)
+            if need > MAX_TREE_BYTES:
+                raise ValueError(
+                    f"{section}.visits, {section}.concurrent_games: {at_once} games at once with {visits} visits "
+                    f"on {self.game.tag} need {need / 2**30:.1f} GiB of search trees, more than the "
+                    f"{MAX_TREE_BYTES / 2**30:.0f} GiB limit"
+                )
+        return self
+
     def digest(self) -> str:
         """sha256 of the canonical JSON of every value: the params hash."""
         text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
@@ -149,9 +272,9 @@ class Params(_Section):
 def _describe(err: ValidationError, source: str) -> str:
     lines = [f"{source}: invalid parameters"]
     for e in err.errors():
-        field = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
-        lines.append(f"  {field}: {msg}")
+        field = ".".join(str(p) for p in e["loc"])
+        msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"].removeprefix("Value error, ")
+        lines.append(f"  {field}: {msg}" if field else f"  {msg}")
     return "\n".join(lines)
 
 
@@ -164,7 +287,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not path:
         raise ConfigError(f"override {text!r} names no field")
     try:
-        value = yaml.safe_load(raw)
+        value = read_yaml(raw)
     except yaml.YAMLError as e:
         raise ConfigError(f"override {text!r}: value is not valid YAML ({e})") from None
     return path, value
@@ -172,7 +295,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 
 def apply_overrides(data: dict, overrides: list[str]) -> dict:
     """Return a copy of the raw params dict with `section.key=value` overrides set."""
-    data = json.loads(json.dumps(data))
+    data = copy.deepcopy(data)
     for text in overrides:
         path, value = parse_override(text)
         node = data
@@ -203,11 +326,13 @@ def load_params(path: str | Path | None = "params.yaml", overrides: list[str] | 
         return params_from_dict({}, overrides, "defaults")
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"{path}: cannot read params file ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a params file (not UTF-8 text)") from None
     try:
-        data = yaml.safe_load(text)
+        data = read_yaml(text)
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML ({e})") from None
     return params_from_dict(data, overrides, str(path))

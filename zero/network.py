@@ -5,20 +5,32 @@ a policy head giving logits over the game's actions and a value head (tanh).
 The network's config travels inside every checkpoint; checkpoints are written
 atomically (temp file, then rename) and read with `weights_only=True`, so a
 checkpoint holds tensors and plain values only and can never run code.
+
+Loading verifies a checkpoint before it is used: the zip's CRC of every
+member, the config's sizes, finite weights, and, where the checkpoint records
+one, `meta["content_sha256"]`, a sha256 over its config, weights and the rest
+of its meta. Checkpoints written before that field existed load with the
+other checks; they are never rewritten, since their file hashes are part of
+recorded lineages.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import hashlib
+import json
+import zipfile
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from zero.config import MAX_NETWORK_BYTES, network_parameters
 from zero.fileio import atomic_write
 
 CHECKPOINT_FORMAT = "zero-checkpoint-v1"
+CHECKSUM_KEY = "content_sha256"  # in a checkpoint's meta: sha256 of its config, weights and other meta
 
 
 class CheckpointError(ValueError):
@@ -112,20 +124,77 @@ def set_threads(threads: int) -> None:
         torch.set_num_threads(threads)
 
 
-def save_checkpoint(net: ZeroNet, path: str | Path, meta: dict | None = None) -> None:
-    """Write state_dict + config + meta to `path` atomically."""
-    blob = {
-        "format": CHECKPOINT_FORMAT,
-        "config": asdict(net.config),
-        "state_dict": {k: v.detach().cpu().clone() for k, v in net.state_dict().items()},
-        "meta": dict(meta or {}),
-    }
+def content_sha256(config: dict, state_dict: dict, meta: dict) -> str:
+    """sha256 of a checkpoint's content: config, every tensor (name, dtype, shape, bytes) and meta.
+
+    `meta`'s own CHECKSUM_KEY is left out. Config and meta enter as canonical
+    JSON, so a checkpoint rebuilt from JSON copies of them hashes the same.
+    """
+    h = hashlib.sha256(b"zero-checkpoint-content-v1\n")
+    h.update(json.dumps(config, sort_keys=True).encode() + b"\n")
+    rest = {k: v for k, v in meta.items() if k != CHECKSUM_KEY}
+    h.update(json.dumps(rest, sort_keys=True).encode() + b"\n")
+    for name in sorted(state_dict):
+        t = state_dict[name].detach().cpu().contiguous()
+        h.update(json.dumps([name, str(t.dtype), list(t.shape)]).encode() + b"\n")
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def save_checkpoint(net: ZeroNet, path: str | Path, meta: dict | None = None, checksum: bool = False) -> None:
+    """Write state_dict + config + meta to `path` atomically; the same content gives the same bytes.
+
+    With `checksum`, meta records CHECKSUM_KEY, the content hash that loading
+    verifies (init_checkpoint and train write checkpoints this way). A meta
+    that already carries one (a checkpoint rebuilt from its parts, e.g. from
+    the model registry) must match the network and keeps it; a meta without
+    one gets none unless `checksum` is set, so rebuilding a checkpoint of
+    either kind gives back the same bytes.
+    """
+    meta = dict(meta or {})
+    config = asdict(net.config)
+    state_dict = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
+    if checksum or CHECKSUM_KEY in meta:
+        try:
+            digest = content_sha256(config, state_dict, meta)
+        except TypeError as e:
+            raise CheckpointError(f"{path}: checkpoint meta must hold JSON values only ({e})") from None
+        recorded = meta.get(CHECKSUM_KEY)
+        if recorded is not None and recorded != digest:
+            raise CheckpointError(
+                f"{path}: meta records {CHECKSUM_KEY} {str(recorded)[:16]}..., but this network and meta "
+                f"hash to {digest[:16]}...: they are not the ones the checksum was made for"
+            )
+        meta[CHECKSUM_KEY] = digest
+    blob = {"format": CHECKPOINT_FORMAT, "config": config, "state_dict": state_dict, "meta": meta}
     with atomic_write(path) as f:
         torch.save(blob, f)
 
 
+def _check_config(config) -> None:
+    """Refuse a config that is not NetConfig's fields as positive ints, or too large to build."""
+    if not isinstance(config, dict):
+        raise CheckpointError(f"network config is a {type(config).__name__}, not a mapping")
+    names = {f.name for f in fields(NetConfig)}
+    required = {f.name for f in fields(NetConfig) if f.name != "value_hidden"}
+    unknown, missing = set(config) - names, required - set(config)
+    if unknown or missing:
+        raise CheckpointError(f"network config has unknown fields {sorted(map(str, unknown))} "
+                              f"or lacks {sorted(missing)}")
+    for k, v in config.items():
+        if type(v) is not int or v < 1:
+            raise CheckpointError(f"network config {k}={v!r} is not a positive integer")
+    size = 4 * network_parameters(**{k: config[k] for k in names if k in config})
+    if size > MAX_NETWORK_BYTES:
+        raise CheckpointError(f"network config asks for {size / 2**30:.1f} GiB of weights, "
+                              f"more than the {MAX_NETWORK_BYTES / 2**30:.0f} GiB limit")
+
+
 def net_from_parts(config: dict, state_dict: dict) -> ZeroNet:
     """Rebuild a network from its config dict and state_dict; CheckpointError if they disagree."""
+    _check_config(config)
+    if not isinstance(state_dict, dict) or not all(isinstance(v, torch.Tensor) for v in state_dict.values()):
+        raise CheckpointError("state_dict is not a mapping of names to tensors")
     try:
         net = ZeroNet(NetConfig(**config))
         net.load_state_dict(state_dict)
@@ -135,22 +204,70 @@ def net_from_parts(config: dict, state_dict: dict) -> ZeroNet:
     return net
 
 
+def _check_zip(path: Path) -> None:
+    """The CRC of every member of a torch zip file: catches flipped bits anywhere in the data."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            bad = z.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as e:
+        raise CheckpointError(f"{path}: not a readable checkpoint (corrupt zip: {str(e)[:200]})") from None
+    if bad is not None:
+        raise CheckpointError(f"{path}: corrupt checkpoint: {bad} fails its CRC check")
+
+
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tuple[ZeroNet, dict]:
-    """Read a checkpoint written by save_checkpoint: (network in eval mode, meta)."""
+    """Read and verify a checkpoint written by save_checkpoint: (network in eval mode, meta).
+
+    CheckpointError names the file and what failed: unreadable or not ours,
+    a zip CRC, the recorded content hash, a non-finite weight, or a config
+    that does not fit its weights. The returned meta leaves out CHECKSUM_KEY.
+    """
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint file")
+    if zipfile.is_zipfile(path):
+        _check_zip(path)
     try:
         blob = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # corrupt zip, truncated file, or a pickle that is more than tensors
         raise CheckpointError(f"{path}: not a readable checkpoint ({type(e).__name__}: {str(e)[:200]})") from None
     if not isinstance(blob, dict) or blob.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path}: not a zero checkpoint (no {CHECKPOINT_FORMAT!r} format tag)")
+    config, state_dict, meta = blob.get("config"), blob.get("state_dict"), blob.get("meta", {})
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"{path}: checkpoint meta is a {type(meta).__name__}, not a mapping")
     try:
-        net = net_from_parts(blob["config"], blob["state_dict"])
+        net = net_from_parts(config, state_dict)
     except CheckpointError as e:
         raise CheckpointError(f"{path}: {e}") from None
-    return net.to(device), dict(blob.get("meta", {}))
+    if CHECKSUM_KEY in meta:
+        try:
+            digest = content_sha256(config, state_dict, meta)
+        except TypeError:
+            digest = None
+        if digest != meta[CHECKSUM_KEY]:
+            raise CheckpointError(
+                f"{path}: checksum mismatch: the checkpoint records {CHECKSUM_KEY} {str(meta[CHECKSUM_KEY])[:16]}..., "
+                f"but its content hashes to {str(digest)[:16]}...: the file is corrupt or was altered"
+            )
+    for name, t in state_dict.items():
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise CheckpointError(f"{path}: weight {name} holds NaN or infinite values")
+    return net.to(device), {k: v for k, v in meta.items() if k != CHECKSUM_KEY}
+
+
+def check_network_fits(net: ZeroNet, game, path, params_tag: str, checkpoint_game: str | None = None) -> None:
+    """CheckpointError naming the checkpoint, its board and the params' board when `net` cannot play `game`."""
+    c = net.config
+    if (c.in_planes, c.height, c.width, c.num_actions) == (game.num_planes, game.height, game.width,
+                                                           game.num_actions):
+        return
+    kind = f"{checkpoint_game}, " if checkpoint_game else ""
+    raise CheckpointError(
+        f"{path}: the checkpoint's network is for {kind}a {c.height}x{c.width} board with {c.in_planes} input "
+        f"planes and {c.num_actions} actions, but the params are for {params_tag}, a {game.height}x{game.width} "
+        f"board with {game.num_planes} input planes and {game.num_actions} actions"
+    )
 
 
 def init_network(params, game, seed: int) -> ZeroNet:
@@ -169,4 +286,4 @@ def init_checkpoint(params, path: str | Path, seed: int) -> None:
 
     game = make_game(params.game)
     net = init_network(params, game, seed)
-    save_checkpoint(net, path, {"seed": seed, "game": params.game.tag, "generation": 0})
+    save_checkpoint(net, path, {"seed": seed, "game": params.game.tag, "generation": 0}, checksum=True)
