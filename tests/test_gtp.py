@@ -198,7 +198,7 @@ def test_cli_subprocess_keeps_going_after_errors(tmp_path):
 
 
 class ScriptedEngine:
-    """Plays the given vertices in order (None resigns); only for protocol tests."""
+    """Plays the given vertices in order (None resigns); only for protocol tests. Records each time budget."""
 
     def __init__(self, size: int, script: list[str | None]):
         from zero.games.go import GoGame
@@ -206,8 +206,10 @@ class ScriptedEngine:
         self.game = GoGame(size, 7.5)
         self.script = list(script)
         self.size = size
+        self.budgets: list[float | None] = []
 
-    def genmove(self, position):
+    def genmove(self, position, seconds=None):
+        self.budgets.append(seconds)
         v = self.script.pop(0)
         return None if v is None else position.play(v).moves[-1]
 
@@ -234,13 +236,13 @@ def test_empty_and_comment_lines_get_no_response():
 
 
 def test_genmove_resign_and_pass():
-    gtp = stand_in([None, "pass"])
+    gtp = stand_in([None, "pass", "D4"])
     assert gtp.handle("genmove b") == "= resign\n\n"
     assert gtp.position.moves == []  # resigning plays nothing
     assert gtp.handle("genmove b") == "= pass\n\n"
     assert gtp.handle("play w pass") == "= \n\n"
-    assert gtp.position.is_over
-    assert gtp.handle("genmove b") == "= pass\n\n"  # the game is over: nothing to search
+    assert not gtp.position.is_over  # two passes end a GTP game only when the controller says so
+    assert gtp.handle("genmove b") == "= D4\n\n"  # the engine is asked again
 
 
 def test_playing_out_of_turn_inserts_a_pass_and_undo_removes_it():
@@ -316,7 +318,7 @@ def test_time_commands_are_stored():
     assert gtp.handle("time_settings 300 30 5") == "= \n\n"
     assert gtp.handle("time_left b 120 0") == "= \n\n"
     assert gtp.time_settings == (300, 30, 5) and gtp.time_left == {1: (120, 0)}
-    assert gtp.handle("time_left b soon 0").startswith("? time_left needs integer")
+    assert gtp.handle("time_left b soon 0").startswith("? time left is not a number")
     assert gtp.handle("time_settings 1 2").startswith("? wrong number of arguments")
 
 

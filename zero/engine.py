@@ -1,13 +1,51 @@
-"""A single-game engine for GTP and terminal play: a network plus search, one position at a time."""
+"""A single-game engine for GTP and terminal play: a network plus search, one position at a time.
+
+The engine keeps its search tree between moves: a search from a position
+that follows the one searched last (the moves played since appended to it)
+starts from the subtree of those moves, as in the paper. A search stops at
+`visits` root visits (a reused subtree counts), at a time budget in seconds,
+or when asked to, whichever comes first.
+
+For Go the engine also has a view of the end of the game: `ownership` plays
+the position out many times with uniformly random moves that never fill a
+one-point eye of the mover's own (the rollout policy of the `mcts:N` player)
+and averages who owns each point by Tromp-Taylor area at the end; a chain of
+stones whose points end up more often in the opponent's area than in its
+own is dead (`dead_stones`). Monte-Carlo ownership of this kind is how
+rollout engines such as Fuego and Pachi answer `final_status_list`; it is
+independent of the network, so it means the same for every checkpoint.
+"""
 
 from __future__ import annotations
 
+import functools
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numba
 import numpy as np
 
 from zero.evaluator import NetworkEvaluator
+from zero.games import go_kernels as K
 from zero.games import make_game
 from zero.mcts import Search
 from zero.network import CheckpointError, init_network, load_checkpoint, pick_device
+
+LCB_Z = 1.96  # the lower confidence bound of a move's winrate is a 95% Wilson bound
+
+
+@dataclass
+class MoveInfo:
+    """What the search thinks of one root move (the fields of Leela Zero's `lz-analyze`)."""
+
+    action: int
+    visits: int
+    winrate: float  # in [0, 1], for the side to move: (Q + 1) / 2
+    prior: float  # the network's P
+    lcb: float  # Wilson lower bound of winrate over `visits` visits
+    pv: list[int]  # the move, then the most visited reply at each level below it
 
 
 class Engine:
@@ -16,15 +54,18 @@ class Engine:
     Args:
         params: Params; `game` sets the rules, `mcts` the search, `gate.visits` the default visits.
         checkpoint: a network checkpoint, or None for a freshly initialised network.
-        visits: root visits per move (default `params.gate.visits`).
-        seed: seeds the fresh network and the symmetry draws.
+        visits: root visits per move (default `params.gate.visits`); the most a search ever makes.
+        seed: seeds the fresh network, the symmetry draws and the ownership playouts.
+        playouts: random playouts behind each ownership estimate (Go).
     """
 
-    def __init__(self, params, checkpoint: str | None = None, visits: int | None = None, seed: int = 0):
+    def __init__(self, params, checkpoint: str | None = None, visits: int | None = None, seed: int = 0,
+                 playouts: int = 256):
         self.params = params
         self.checkpoint = checkpoint
         self.visits = visits or params.gate.visits
         self.seed = seed
+        self.playouts = playouts
         self.device = pick_device(params.gate.device)
         self._net = None
         if checkpoint is not None:
@@ -48,29 +89,286 @@ class Engine:
         self.game, self._net = game, net
         sym = game.symmetries() if self.params.mcts.symmetries else None
         self.evaluator = NetworkEvaluator(net, sym, self.seed, self.device)
-        mc = self.params.mcts
-        self.search = Search(game, self.evaluator, 1, self.visits, mc.c_puct, mc.fpu_reduction)
+        self._search: Search | None = None  # built for the game of the positions searched
+        self._root: tuple[tuple[int, ...], np.ndarray] | None = None  # (moves, hashes) at the tree's root
 
     def set_board(self, **game_fields) -> None:
         """Change the board (e.g. size=13, komi=6.5); CheckpointError if the network cannot play it."""
         self._configure(self.params.game.model_copy(update=game_fields))
 
-    def analyse(self, moves: list[int]) -> tuple[np.ndarray, float]:
-        """Search the position after `moves`: (visit distribution [A], root value for the side to move)."""
-        batch = self.game.new_batch(1)
-        for a in moves:
-            self.game.play(batch, 0, int(a))
-        self.search.tree.reset(0)
-        slots = np.zeros(1, np.int32)
-        self.search.run(batch, slots)
-        root_v, best_q = self.search.tree.root_values(slots)
-        return self.search.tree.root_policy(slots)[0], float(max(root_v[0], best_q[0]))
+    # --- search ----------------------------------------------------------------
+    def _fit(self, position) -> None:
+        """Make the network fit the position's board (Go: another size), or raise ValueError."""
+        if (position.height, position.width) == (self.game.height, self.game.width):
+            return
+        if self.game.name != "go":
+            raise ValueError(f"the engine plays {self.game.height}x{self.game.width}, "
+                             f"not {position.height}x{position.width}")
+        self.set_board(size=position.size, komi=position.komi)
 
-    def genmove(self, position) -> int | None:
+    def _tree_for(self, position) -> Search:
+        """The search with its root at `position`: the last tree advanced along the moves since, or a new one."""
+        s = self._search
+        if s is None or s.game is not position.game:
+            mc = self.params.mcts
+            s = self._search = Search(position.game, self.evaluator, 1, self.visits, mc.c_puct, mc.fpu_reduction)
+            self._root = None
+        moves = tuple(position.moves)
+        hashes = _hashes(position)
+        root = self._root
+        if (root is not None and moves[: len(root[0])] == root[0] and len(hashes) >= len(root[1])
+                and np.array_equal(hashes[: len(root[1])], root[1])):
+            for a in moves[len(root[0]):]:
+                s.tree.advance(0, a)
+        else:
+            s.tree.reset(0)
+        if not np.isnan(s.tree.terminal[0, 0]):  # e.g. two passes, which end nothing on a GTP board
+            s.tree.reset(0)
+        self._root = (moves, hashes)
+        return s
+
+    def think(self, position, seconds: float | None = None, stop: Callable[[], bool] | None = None) -> Search:
+        """Search `position` until its root has `visits` visits, `seconds` have passed, or `stop()` is true.
+
+        At least one visit is always made, so there is always a move to choose.
+        Returns the search, its tree rooted at `position`.
+        """
+        self._fit(position)
+        s = self._tree_for(position)
+        slots = np.zeros(1, np.int32)
+        if seconds is None and stop is None:
+            s.visits = self.visits
+            s.run(position.batch, slots)
+            return s
+        deadline = None if seconds is None else time.monotonic() + max(0.0, seconds)
+        while True:
+            n = int(s.tree.root_visits(slots)[0])
+            if n >= self.visits or not np.isnan(s.tree.terminal[0, 0]):
+                return s
+            if n >= 1 and ((deadline is not None and time.monotonic() >= deadline) or (stop is not None and stop())):
+                return s
+            s.visits = n + 1
+            s.run(position.batch, slots)
+
+    def analyse(self, position, seconds: float | None = None) -> tuple[np.ndarray, float]:
+        """Search `position`: (visit distribution [A], root value for the side to move)."""
+        s = self.think(position, seconds)
+        slots = np.zeros(1, np.int32)
+        root_v, best_q = s.tree.root_values(slots)
+        return s.tree.root_policy(slots)[0], float(max(root_v[0], best_q[0]))
+
+    def genmove(self, position, seconds: float | None = None, resign: bool = True) -> int | None:
         """The most visited action for the side to move in `position`, or None to resign."""
-        if self.game.name == "go" and (position.size, position.komi) != (self.game.height, self.game.komi):
-            self.set_board(size=position.size, komi=position.komi)
-        policy, value = self.analyse(list(position.moves))
-        if value < self.params.selfplay.resign_threshold:
+        policy, value = self.analyse(position, seconds)
+        if resign and value < self.params.selfplay.resign_threshold:
             return None
+        if not policy.any():  # a finished game: nothing was searched
+            return self.game.pass_action if self.game.pass_action >= 0 else None
         return int(policy.argmax())
+
+    def candidates(self, position) -> list[MoveInfo]:
+        """The root moves searched so far from `position`, most visited first (ties: higher winrate)."""
+        t = self._tree_for(position).tree
+        found = []
+        for a in np.flatnonzero(t.N[0, 0] > 0):
+            n = int(t.N[0, 0, a])
+            winrate = (float(t.W[0, 0, a]) / n + 1.0) / 2.0
+            found.append(MoveInfo(int(a), n, winrate, float(t.P[0, 0, a]), _wilson_lower(winrate, n),
+                                  _principal_variation(t, int(a))))
+        found.sort(key=lambda m: (-m.visits, -m.winrate, m.action))
+        return found
+
+    # --- the end of a Go game ------------------------------------------------------
+    def ownership(self, position, playouts: int | None = None) -> np.ndarray:
+        """[N*N] float32 in [-1, 1]: the mean Tromp-Taylor owner of each point after random playouts.
+
+        +1 is black, -1 white; the playouts start from `position` with its side
+        to move, check positional superko against the whole game, never fill
+        a one-point eye of the mover's own, and end at two passes.
+        """
+        playouts = playouts or self.playouts
+        size = position.size
+        nbrs, diags, zobrist = _tables(size)
+        length = int(position.batch.length[0])
+        board = position.batch.history[0, length].copy()
+        total = np.zeros(size * size, np.float64)
+        rng = K.rng_state(self.seed * 1_000_003 + length)
+        _playout_ownership(board, np.int8(position.to_play), _hashes(position), playouts, 4 * size * size,
+                           rng, zobrist, nbrs, diags, total)
+        return (total / playouts).astype(np.float32)
+
+    def dead_stones(self, position, ownership: np.ndarray | None = None) -> list[int]:
+        """Points of the stones in chains that end up more often in the opponent's area than in their own."""
+        own = self.ownership(position) if ownership is None else ownership
+        board = position.board.reshape(-1)
+        dead = []
+        for chain in _chains(board, position.size):
+            if own[chain].mean() * board[chain[0]] < 0:
+                dead += chain
+        return sorted(dead)
+
+    def cleanup_move(self, position, seconds: float | None = None) -> int:
+        """A move that never passes while opponent stones the engine considers dead are on the board.
+
+        The searched move unless it is a pass; then, if dead opponent chains
+        remain, a legal move on one of their liberties: one that captures
+        first, then one whose stone is not left in atari, then the chain with
+        the fewest liberties, then the point the engine owns most surely.
+        Never resigns.
+        """
+        pass_action = position.size * position.size
+        action = self.genmove(position, seconds, resign=False)
+        if action != pass_action:
+            return action
+        me = position.to_play
+        own = self.ownership(position)
+        board = position.board.reshape(-1)
+        size = position.size
+        legal = set(position.legal_actions())
+        best, best_key = pass_action, None
+        for chain in _chains(board, size):
+            if board[chain[0]] != -me or own[chain].mean() * board[chain[0]] >= 0:
+                continue
+            libs = _liberties(board, size, chain)
+            for p in libs:
+                if p not in legal:
+                    continue
+                after = position.play(p).board.reshape(-1)
+                captures = int(((board == -me) & (after == 0)).sum())
+                mine = next(c for c in _chains(after, size) if p in c)
+                key = (captures > 0, len(_liberties(after, size, mine)) >= 2, -len(libs), float(own[p]) * me, -p)
+                if best_key is None or key > best_key:
+                    best, best_key = p, key
+        return best
+
+
+def _hashes(position) -> np.ndarray:
+    """uint64 [t+1]: the Zobrist hash of every position of the game so far (Go); empty for other games."""
+    batch = position.batch
+    if not hasattr(batch, "hashes"):
+        return np.zeros(0, np.uint64)
+    return batch.hashes[0, : int(batch.length[0]) + 1].copy()
+
+
+def _wilson_lower(p: float, n: int, z: float = LCB_Z) -> float:
+    """The lower end of the Wilson score interval for a rate p observed over n trials."""
+    if n <= 0:
+        return 0.0
+    z2 = z * z
+    centre = p + z2 / (2 * n)
+    spread = z * math.sqrt(max(p * (1 - p), 0.0) / n + z2 / (4 * n * n))
+    return max(0.0, (centre - spread) / (1 + z2 / n))
+
+
+def _principal_variation(tree, action: int, limit: int = 40) -> list[int]:
+    pv = [action]
+    node = int(tree.child[0, 0, action])
+    while node >= 0 and len(pv) < limit:
+        n = tree.N[0, node]
+        if n.max() <= 0:
+            break
+        a = int(n.argmax())
+        pv.append(a)
+        node = int(tree.child[0, node, a])
+    return pv
+
+
+def _chains(board: np.ndarray, size: int) -> list[list[int]]:
+    """The chains of stones of a flat board, each as a list of points."""
+    seen = np.zeros(board.shape[0], bool)
+    chains = []
+    for start in np.flatnonzero(board):
+        if seen[start]:
+            continue
+        colour, chain, todo = board[start], [], [int(start)]
+        seen[start] = True
+        while todo:
+            p = todo.pop()
+            chain.append(p)
+            for q in _neighbours(p, size):
+                if not seen[q] and board[q] == colour:
+                    seen[q] = True
+                    todo.append(q)
+        chains.append(sorted(chain))
+    return chains
+
+
+def _liberties(board: np.ndarray, size: int, chain: list[int]) -> list[int]:
+    return sorted({q for p in chain for q in _neighbours(p, size) if board[q] == 0})
+
+
+def _neighbours(p: int, size: int) -> list[int]:
+    r, c = divmod(p, size)
+    return [(r + dr) * size + c + dc for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1))
+            if 0 <= r + dr < size and 0 <= c + dc < size]
+
+
+@functools.lru_cache(maxsize=None)
+def _tables(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(neighbours, diagonals, Zobrist keys) of a board size, the same tables GoGame uses."""
+    nbrs, diags = K.neighbour_tables(size)
+    return nbrs, diags, K.zobrist_table(size)
+
+
+# Cached like the kernels it calls (compiling takes seconds). Numba keys the cache on this file
+# only: after a change to the go_kernels rules, clear __pycache__ so this is compiled again.
+@numba.njit(cache=True)
+def _playout_ownership(board0, colour0, hashes, playouts, max_moves, rng, zobrist, nbrs, diags, total):
+    """Add the Tromp-Taylor owner of every point (+1 black, -1 white, 0 neither) after each playout to total."""
+    nn = board0.shape[0]
+    n_hist = hashes.shape[0]
+    hist = np.empty(n_hist + max_moves + 1, np.uint64)
+    hist[:n_hist] = hashes
+    board = np.empty(nn, np.int8)
+    cand = np.empty(nn, np.int32)
+    buf = np.empty(nn, np.int32)
+    mark = np.zeros(nn, np.int64)
+    gen = np.zeros(1, np.int64)
+    for _ in range(playouts):
+        board[:] = board0
+        c = colour0
+        h = hashes[n_hist - 1]
+        t = n_hist
+        passes = 0
+        while passes < 2 and t < n_hist + max_moves:
+            p, h = K.random_move(board, c, h, zobrist, nbrs, diags, hist, t, True, rng, cand, buf, mark, gen)
+            passes = passes + 1 if p < 0 else 0
+            hist[t] = h
+            t += 1
+            c = -c
+        # area: a stone is its colour's; an empty region is the colour it alone reaches
+        gen[0] += 1
+        g = gen[0]
+        for p in range(nn):
+            v = board[p]
+            if v != 0:
+                total[p] += v
+                continue
+            if mark[p] == g:
+                continue
+            buf[0] = p
+            mark[p] = g
+            end = 1
+            i = 0
+            reach = 0
+            while i < end:
+                q = buf[i]
+                i += 1
+                for k in range(4):
+                    r = nbrs[q, k]
+                    if r < 0:
+                        break
+                    w = board[r]
+                    if w == 0:
+                        if mark[r] != g:
+                            mark[r] = g
+                            buf[end] = r
+                            end += 1
+                    elif w == 1:
+                        reach |= 1
+                    else:
+                        reach |= 2
+            owner = 1 if reach == 1 else (-1 if reach == 2 else 0)
+            if owner != 0:
+                for j in range(end):
+                    total[buf[j]] += owner

@@ -6,7 +6,9 @@ position as a value, for people, GTP and the rules tests.
 
 A game ends after two passes in a row or after the move cap of 2*N*N moves,
 and is then scored as it stands: stones plus empty regions that reach only
-one colour, minus komi; no dead stones are removed.
+one colour, minus komi; no dead stones are removed. Both endings belong to
+self-play and matches: an open-ended `GoPosition` (the GTP board) never ends
+by itself, its history grows as needed and superko still spans the whole game.
 """
 
 from __future__ import annotations
@@ -192,6 +194,20 @@ class GoGame(Game):
         return {"moves": moves, "seconds": elapsed, "moves_per_s": moves / elapsed}
 
 
+def _batch_with_room(game: GoGame, src: GoBatch, boards: int) -> GoBatch:
+    """A one-slot copy of src's slot 0 whose history holds `boards` boards (its length + 1 at least)."""
+    nn = game.num_points
+    batch = GoBatch(
+        history=np.zeros((1, boards, nn), np.int8),
+        hashes=np.zeros((1, boards), np.uint64),
+        length=np.zeros(1, np.int32),
+        passes=np.zeros(1, np.int8),
+        to_play=np.ones(1, np.int8),
+    )
+    game.copy_slot(src, 0, batch, 0)
+    return batch
+
+
 def render_board(board: np.ndarray) -> str:
     """ASCII board with GTP coordinates: X black, O white, `.` empty."""
     n = board.shape[0]
@@ -209,13 +225,57 @@ def _game(size: int, komi: float) -> GoGame:
     return GoGame(size, komi)
 
 
+@functools.lru_cache(maxsize=None)
+def _open_game(size: int, komi: float, max_moves: int) -> GoGame:
+    """The rules of an open-ended game: Go whose move cap is only the horizon of a search."""
+    game = GoGame(size, komi)
+    game.max_moves = max_moves  # nothing in GoGame is derived from it at construction
+    return game
+
+
+def _open_horizon(num_points: int, length: int) -> int:
+    """A move cap for an open-ended game of `length` moves: at least 2*N*N moves ahead, doubling."""
+    cap = 4 * num_points
+    while cap < length + 2 * num_points:
+        cap *= 2
+    return cap
+
+
 class GoPosition(Position):
-    """One Go position as a value: `play` returns a new position and never changes this one."""
+    """One Go position as a value: `play` returns a new position and never changes this one.
+
+    An open-ended position (`open_ended=True`, the GTP board) is never over:
+    moves are accepted after two passes (the pass count starts again) and past
+    2*N*N moves; its game's move cap stays at least 2*N*N moves ahead, so a
+    search from it sees the same horizon as one from the empty board, and
+    positional superko is checked against every position since the start.
+    """
+
+    def __init__(self, game: GoGame, batch: GoBatch, moves: tuple[int, ...] = (), open_ended: bool = False):
+        super().__init__(game, batch, moves)
+        self.open_ended = open_ended
 
     @classmethod
-    def initial(cls, size: int = 9, komi: float = 7.5) -> "GoPosition":
+    def initial(cls, size: int = 9, komi: float = 7.5, open_ended: bool = False) -> "GoPosition":
+        if open_ended:
+            game = _open_game(size, float(komi), _open_horizon(size * size, 0))
+            return cls(game, _batch_with_room(game, game.new_batch(1), 1), open_ended=True)
         game = _game(size, float(komi))
         return cls(game, game.new_batch(1))
+
+    def play(self, move: int | str) -> "GoPosition":
+        """The position after the side to move plays `move` (action or GTP text); IllegalMove if not legal."""
+        if not self.open_ended:
+            return super().play(move)
+        action = self._action(move)
+        length = int(self.batch.length[0]) + 1
+        game = self.game
+        if game.max_moves < length + 2 * game.num_points:
+            game = _open_game(self.size, self.komi, _open_horizon(game.num_points, length))
+        batch = _batch_with_room(game, self.batch, length + 1)
+        game.play(batch, 0, action)
+        batch.passes[0] %= 2  # two passes end nothing here: the count starts again
+        return GoPosition(game, batch, self._moves + (action,), open_ended=True)
 
     @classmethod
     def from_ascii(cls, text: str, komi: float = 7.5, to_play: int = BLACK) -> "GoPosition":
