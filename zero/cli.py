@@ -3,17 +3,108 @@
 Every command reads the same params file (`--params`, default `params.yaml`
 when present, else the built-in defaults) and takes `--set section.key=value`
 overrides. Bad input ends with `zero: error: ...` naming what was wrong and
-exit status 2.
+exit status 2, before anything is written; Ctrl-C ends a command with one line
+and exit status 130, leaving no partial output file. Progress goes to stderr,
+so stdout carries only a command's result.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
+import shlex
 import sys
 from pathlib import Path
 
-from zero.config import ConfigError, load_params
+from zero.config import (MAX_CONCURRENT, MAX_GAMES, MAX_SEED, MAX_TREE_BYTES, MAX_VISITS, ConfigError,
+                         load_params, tree_bytes)
+
+
+class UsageError(ValueError):
+    """A command-line argument that parses but cannot be used (a bad player spec, say)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with zero's error line: `zero: error: ...`, exit status 2."""
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        self.exit(2, f"zero: error: {message}\n")
+
+
+def _count(limit: int):
+    """argparse type: a whole number from 1 to `limit`."""
+
+    def count(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            n = None
+        if n is None or not 1 <= n <= limit:
+            raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {limit}, got {text!r}")
+        return n
+
+    return count
+
+
+def _seed(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = None
+    if n is None or not 0 <= n <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {MAX_SEED}, got {text!r}")
+    return n
+
+
+def _seconds(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        x = math.nan
+    if not 0 < x <= 86_400:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 and at most 86400, got {text!r}")
+    return x
+
+
+def _colour(text: str) -> str:
+    if text.strip().lower() not in ("b", "black", "w", "white"):
+        raise argparse.ArgumentTypeError(f"must be black or white, got {text!r}")
+    return text.strip().lower()
+
+
+def _check_model(params, game, path: str) -> None:
+    """Load and verify a checkpoint and refuse it unless its network plays the params' game and board."""
+    from zero.network import check_network_fits, load_checkpoint
+
+    net, meta = load_checkpoint(path)
+    check_network_fits(net, game, path, params.game.tag, meta.get("game"))
+
+
+def _check_player(params, game, spec: str) -> int:
+    """Refuse a match player spec that cannot be used; return the search visits it will use (0: none)."""
+    if spec == "random":
+        return 0
+    if spec.startswith("mcts:"):
+        n = spec[5:]
+        if not (n.isascii() and n.isdigit()) or not 1 <= int(n) <= MAX_VISITS:
+            raise UsageError(f"player {spec!r}: mcts:N takes a whole number of rollouts from 1 to {MAX_VISITS}")
+        return int(n)
+    if spec.startswith("gtp:"):
+        try:
+            words = shlex.split(spec[4:])
+        except ValueError as e:
+            raise UsageError(f"player {spec!r}: cannot split the engine command ({e})") from None
+        if not words:
+            raise UsageError(f"player {spec!r}: gtp: needs an engine command, e.g. 'gtp:gnugo --mode gtp'")
+        if params.game.name != "go":
+            raise UsageError(f"player {spec!r}: GTP engines play Go, but the params are for {params.game.tag}")
+        return 0
+    if spec != "init":
+        _check_model(params, game, spec)
+    return -1  # the match's visits
 
 
 def _params(args):
@@ -26,8 +117,10 @@ def _params(args):
 def _progress(total: int, label: str):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from rich.console import Console
+
     bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   transient=False, disable=not sys.stderr.isatty(), console=None)
+                   transient=False, disable=not sys.stderr.isatty(), console=Console(file=sys.stderr))
     task = bar.add_task(label, total=total)
     return bar, (lambda: bar.advance(task))
 
@@ -41,10 +134,12 @@ def cmd_init(args) -> int:
 
 
 def cmd_selfplay(args) -> int:
+    from zero.games import make_game
     from zero.selfplay import play_shard
 
     params = _params(args)
-    games = args.games or params.selfplay.games_per_shard
+    _check_model(params, make_game(params.game), args.model)
+    games = args.games if args.games is not None else params.selfplay.games_per_shard
     bar, tick = _progress(games, "self-play games")
     with bar:
         summary = play_shard(params, args.model, args.out, args.seed, games, args.sgf_dir, progress=tick)
@@ -53,38 +148,47 @@ def cmd_selfplay(args) -> int:
 
 
 def cmd_train(args) -> int:
+    from zero.fileio import atomic_write
     from zero.train import train
 
     params = _params(args)
     bar, tick = _progress(params.train.steps, "training steps")
-    metrics_file = open(args.metrics_out, "w") if args.metrics_out else None
+    with contextlib.ExitStack() as stack:
+        # written beside its name and renamed once training is done: never a partial metrics file
+        metrics_file = stack.enter_context(atomic_write(args.metrics_out, "w")) if args.metrics_out else None
 
-    def on_step(step: int, metrics: dict) -> None:
-        tick()
-        if metrics_file:
-            metrics_file.write(json.dumps({"step": step, **metrics}) + "\n")
+        def on_step(step: int, metrics: dict) -> None:
+            tick()
+            if metrics_file:
+                metrics_file.write(json.dumps({"step": step, **metrics}) + "\n")
 
-    try:
         with bar:
             summary = train(params, args.init, args.data, args.out, args.seed, on_step=on_step)
-    finally:
-        if metrics_file:
-            metrics_file.close()
     print(json.dumps(summary, indent=2, default=str))
     return 0
 
 
 def cmd_match(args) -> int:
+    from zero.fileio import atomic_write_text
+    from zero.games import make_game
     from zero.match import play_match
 
     params = _params(args)
-    games = args.games or params.gate.games
+    game = make_game(params.game)
+    games = args.games if args.games is not None else params.gate.games
+    visits = args.visits if args.visits is not None else params.gate.visits
+    at_once = min(params.gate.concurrent_games, games)
+    uses = [_check_player(params, game, spec) for spec in (args.a, args.b)]
+    need = sum(tree_bytes(params.game, at_once, visits if v < 0 else v) for v in uses if v)
+    if need > MAX_TREE_BYTES:
+        raise UsageError(f"--visits {visits} (or mcts:N) with {at_once} games at once on {params.game.tag} needs "
+                         f"{need / 2**30:.1f} GiB of search trees, more than the {MAX_TREE_BYTES / 2**30:.0f} GiB limit")
     result = play_match(params, args.a, args.b, games, args.seed, args.sgf_dir, args.visits,
                         sequential=args.sequential)
     out = result.to_dict()
     text = json.dumps(out, indent=2)
     if args.out:
-        Path(args.out).write_text(text + "\n")
+        atomic_write_text(args.out, text + "\n")
     print(text)
     return 0
 
@@ -96,16 +200,25 @@ def cmd_gtp(args) -> int:
 
 
 def cmd_play(args) -> int:
+    from zero.games import make_game
     from zero.play import run_play
 
-    color = 1 if args.color.lower().startswith("b") else -1
-    return run_play(_params(args), args.model, args.visits, color, sys.stdin, sys.stdout) or 0
+    params = _params(args)
+    if args.model is not None:
+        _check_model(params, make_game(params.game), args.model)
+    color = 1 if args.color.startswith("b") else -1
+    return run_play(params, args.model, args.visits, color, sys.stdin, sys.stdout) or 0
 
 
 def cmd_bench(args) -> int:
     from zero.bench import run_bench
 
-    result = run_bench(_params(args), seconds=args.seconds, concurrent=args.games, visits=args.visits,
+    params = _params(args)
+    need = tree_bytes(params.game, args.games, args.visits)
+    if need > MAX_TREE_BYTES:
+        raise UsageError(f"--games {args.games} with --visits {args.visits} on {params.game.tag} needs "
+                         f"{need / 2**30:.1f} GiB of search trees, more than the {MAX_TREE_BYTES / 2**30:.0f} GiB limit")
+    result = run_bench(params, seconds=args.seconds, concurrent=args.games, visits=args.visits,
                        quiet=args.json)
     if args.json:
         print(json.dumps(result))
@@ -113,7 +226,7 @@ def cmd_bench(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="zero", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="zero", description=__doc__.splitlines()[0])
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--params", default=None, help="params file (default: params.yaml if present)")
     common.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -122,14 +235,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("init", parents=[common], help="write a freshly initialised network")
     p.add_argument("--out", required=True)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0)
     p.set_defaults(fn=cmd_init)
 
     p = sub.add_parser("selfplay", parents=[common], help="play one shard of self-play games")
     p.add_argument("--model", required=True, help="network checkpoint")
     p.add_argument("--out", required=True, help="shard file to write (.npz)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--games", type=int, default=None)
+    p.add_argument("--seed", type=_seed, default=0)
+    p.add_argument("--games", type=_count(MAX_GAMES), default=None)
     p.add_argument("--sgf-dir", default=None)
     p.set_defaults(fn=cmd_selfplay)
 
@@ -137,16 +250,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--init", required=True, help="checkpoint to start from")
     p.add_argument("--data", nargs="+", required=True, help="shards, oldest first")
     p.add_argument("--out", required=True)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--metrics-out", default=None, help="write per-step metrics as JSON lines")
     p.set_defaults(fn=cmd_train)
 
     p = sub.add_parser("match", parents=[common], help="play a match between two players")
     p.add_argument("--a", required=True, help="checkpoint, 'random', 'mcts:N' or 'init'")
     p.add_argument("--b", required=True, help="checkpoint, 'random', 'mcts:N' or 'init'")
-    p.add_argument("--games", type=int, default=None)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--visits", type=int, default=None)
+    p.add_argument("--games", type=_count(MAX_GAMES), default=None)
+    p.add_argument("--seed", type=_seed, default=0)
+    p.add_argument("--visits", type=_count(MAX_VISITS), default=None)
     p.add_argument("--sequential", action="store_true", help="stop once the gate's outcome is certain")
     p.add_argument("--out", default=None)
     p.add_argument("--sgf-dir", default=None)
@@ -154,26 +267,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("gtp", parents=[common], help="GTP v2 engine on stdin/stdout")
     p.add_argument("--model", default=None)
-    p.add_argument("--visits", type=int, default=None)
+    p.add_argument("--visits", type=_count(MAX_VISITS), default=None)
     p.set_defaults(fn=cmd_gtp)
 
     p = sub.add_parser("play", parents=[common], help="play against the engine in the terminal")
     p.add_argument("--model", default=None)
-    p.add_argument("--visits", type=int, default=None)
-    p.add_argument("--color", default="black", help="your colour: black or white")
+    p.add_argument("--visits", type=_count(MAX_VISITS), default=None)
+    p.add_argument("--color", type=_colour, default="black", help="your colour: black or white")
     p.set_defaults(fn=cmd_play)
 
     p = sub.add_parser("bench", parents=[common], help="measure speed and memory")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--seconds", type=float, default=20.0)
-    p.add_argument("--games", type=int, default=128, help="concurrent self-play games")
-    p.add_argument("--visits", type=int, default=100)
+    p.add_argument("--seconds", type=_seconds, default=20.0)
+    p.add_argument("--games", type=_count(MAX_CONCURRENT), default=128, help="concurrent self-play games")
+    p.add_argument("--visits", type=_count(MAX_VISITS), default=100)
     p.set_defaults(fn=cmd_bench)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     from zero.games.base import IllegalMove
+    from zero.gtp_player import GtpEngineError
     from zero.network import CheckpointError
     from zero.shards import ShardError
     from zero.sgf import SgfError
@@ -182,9 +296,17 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (ConfigError, CheckpointError, ShardError, WindowError, SgfError, IllegalMove, FileNotFoundError) as e:
+    except (ConfigError, CheckpointError, ShardError, WindowError, SgfError, IllegalMove, UsageError,
+            GtpEngineError, OSError) as e:
+        if isinstance(e, OSError) and e.strerror:
+            e = f"{e.filename2 or e.filename or 'I/O'}: {e.strerror}"
         print(f"zero: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        if sys.stdout.isatty():
+            print(file=sys.stdout)  # end a prompt or progress line
+        print(f"zero: {args.command} interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -52,8 +52,11 @@ _YamlLoader.add_implicit_resolver(
 
 
 def read_yaml(text: str) -> Any:
-    """Parse YAML text the way params files and overrides are read."""
-    return yaml.load(text, Loader=_YamlLoader)
+    """Parse YAML text the way params files and overrides are read (yaml.YAMLError if it is not YAML)."""
+    try:
+        return yaml.load(text, Loader=_YamlLoader)
+    except RecursionError:
+        raise yaml.YAMLError("nested too deeply") from None
 
 
 def _int(default: int, ge: int, le: int):

@@ -228,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--visits", type=int, default=None)
     parser.add_argument("--color", default="black")
     args = parser.parse_args(argv)
+    if args.visits is not None and args.visits < 1:
+        parser.error(f"argument --visits: must be a whole number of at least 1, got {args.visits}")
     path = args.params if args.params is not None or not Path("params.yaml").is_file() else "params.yaml"
     try:
         params = load_params(path, args.set)
@@ -235,7 +237,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, ValueError) as e:
         print(f"zero play: error: {e}", file=sys.stderr)
         return 2
-    return run_play(params, args.model, args.visits, colour, sys.stdin, sys.stdout)
+    try:
+        return run_play(params, args.model, args.visits, colour, sys.stdin, sys.stdout)
+    except KeyboardInterrupt:
+        if sys.stdout.isatty():
+            print()  # end the prompt line
+        print("zero play: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -261,5 +261,5 @@ def train(
         }
     )
     out_meta.update(meta or {})
-    save_checkpoint(net, out_checkpoint, out_meta)
+    save_checkpoint(net, out_checkpoint, out_meta, checksum=True)
     return summary
