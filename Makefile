@@ -4,7 +4,12 @@
 #   make run PARAMS=params-smoke.yaml   the same with the smoke params (a full generation in under a minute)
 #   make test                      install everything into .venv and run the tests
 #
-# Other targets: install, up, down, serve, repro, loop, mlflow-ui, where, check, clean-runs.
+#   make campaign LINE=go-9        train a shipped line (campaigns/go-9.yaml) generation after generation, shipping
+#                                  each champion that passes to models/go-9.pt + models/go-9.json
+#   make ladder PARAMS=...         the champion against GNU Go and fixed opponents; Elo of the line
+#   make test-fast                 the tests not marked slow (a few minutes)
+#
+# Other targets: install, up, down, serve, repro, loop, ship, mlflow-ui, where, check, clean-runs.
 # Nothing listens beyond 127.0.0.1; PREFECT_HOME, the MLflow database and the DVC remote live in this directory.
 
 SHELL := /bin/bash
@@ -34,10 +39,10 @@ export DVC_NO_ANALYTICS := 1
 export DO_NOT_TRACK := 1
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help install run up down serve check where repro loop mlflow-ui test clean-runs
+.PHONY: help install run up down serve check where repro loop campaign ship ladder mlflow-ui test test-fast clean-runs
 
 help:
-	@sed -n '3,9p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
 
 # The venv and the project with its pipeline and test extras. torch is installed first and pinned:
 # `pip install torch==2.13.0` takes the CPU wheel on this machine; an unpinned torch would pull CUDA.
@@ -79,6 +84,20 @@ run: check up
 loop: check up
 	$(BIN)/prefect deployment run zero-loop/local --param params_file=$(PARAMS)
 
+# A training campaign: zero-loop over campaigns/$(LINE).yaml, shipping each champion that passes.
+LINE ?= go-9
+campaign: install up
+	@$(BIN)/python -m flows.serve check campaigns/$(LINE).yaml
+	$(BIN)/prefect deployment run zero-loop/local --param params_file=campaigns/$(LINE).yaml --param ship=true
+
+# The workspace's champion of campaigns/$(LINE).yaml to models/$(LINE).pt with its lineage models/$(LINE).json.
+ship: install
+	$(BIN)/python -m flows.ship --params campaigns/$(LINE).yaml
+
+# The champion of $(PARAMS)'s line against GNU Go and fixed opponents; ratings and plot in gens/<line>/ladder/.
+ladder: check up
+	$(BIN)/prefect deployment run zero-ladder/local --param params_file=$(PARAMS) --watch --watch-interval 10
+
 # Re-create every generation's outputs that are missing or changed, with the flow's code.
 repro: install
 	$(BIN)/dvc repro
@@ -92,6 +111,11 @@ test: install
 	@env -u PREFECT_HOME -u PREFECT_API_URL -u ZERO_PREFECT_PORT -u MLFLOW_TRACKING_URI \
 		$(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$status
+
+# The tests not marked slow: the library, the rules, the CLI, the GTP engine (a few minutes).
+test-fast: install
+	@env -u PREFECT_HOME -u PREFECT_API_URL -u ZERO_PREFECT_PORT -u MLFLOW_TRACKING_URI \
+		$(BIN)/python -m pytest -m "not slow and not integration" $(PYTEST_ARGS)
 
 # Remove this workspace's generations, tracking database, Prefect state and DVC cache/remote (asks first).
 clean-runs: down

@@ -188,13 +188,30 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
             **lineage.code_state(),
             seconds=round(time.time() - started, 1),
         )
+        from flows.ladder import machine_compute
+
+        record["compute"] = machine_compute(record["seconds"], params.pipeline.num_gpus)
         write_json(gen.record_file, record)
         log.info(
             "zero-generation: %s g%04d done in %.0fs: gate %d-%d-%d (win rate %.3f) %s; champion is version %s",
             tag, g, record["seconds"], gate["wins"], gate["losses"], gate["draws"], gate["win_rate"],
             "PASSED" if gate["passed"] else "failed", promoted["champion"]["version"],
         )
-        return record
+    if params.ladder.enabled:
+        record = _ladder_step(root, params, gen)
+    return record
+
+
+def _ladder_step(root: Path, params, gen: Generation) -> dict:
+    """The optional last step: ladder the new champion; a ladder that cannot run never undoes the generation."""
+    from flows.ladder import run_ladder
+    from zero.ladder import LadderError
+
+    try:
+        run_ladder(root, params, gen.g)
+    except (LadderError, LineError) as e:
+        get_run_logger().error("ladder after generation %d not run: %s", gen.g, e)
+    return json.loads(gen.record_file.read_text())
 
 
 def _start_generation(ws: Workspace, gen: Generation, params) -> None:
@@ -290,7 +307,8 @@ def _generation_zero(tracker, gen0: Generation, params):
     tracker.log_artifacts(run_id, gen0.params_file, "config")
     tracker.finish(run_id)
     version = tracker.register(run_id, {"zero.generation": 0, "zero.run_id": run_id, "zero.gate": "none (initial network)",
-                                        **tags}, description=f"{gen0.key}: freshly initialised network")
+                                        **tags}, description=f"{gen0.key}: " + (
+        f"started from {params.pipeline.init_from}" if params.pipeline.init_from else "freshly initialised network"))
     tracker.promote(version.version, "generation 0: the first champion")
     log.info("generation 0: registered %s version %s as the first champion", tracker.model, version.version)
     return tracker.champion()
@@ -468,9 +486,21 @@ def zero_loop(
     overrides: list[str] | None = None,
     generations: int | None = None,
     workdir: str | None = None,
+    ship: bool = False,
 ) -> list[dict]:
-    """Run zero-generation back to back, `generations` times or until the run is cancelled."""
+    """Run zero-generation back to back, `generations` times or until the run is cancelled.
+
+    With `ship`, each champion that passes its gate is written to models/<tag>.pt with its
+    lineage models/<tag>.json (flows.ship), ready to commit.
+    """
     done = []
     while generations is None or len(done) < generations:
-        done.append(zero_generation(params_file=params_file, overrides=overrides, workdir=workdir))
+        record = zero_generation(params_file=params_file, overrides=overrides, workdir=workdir)
+        done.append(record)
+        if ship and record.get("gate", {}).get("passed"):
+            from flows.ship import ship as ship_line
+
+            req = GenerationRequest(params_file=params_file, overrides=overrides or [], workdir=workdir)
+            lineage_ = ship_line(req.root(), req.load(), params_file)
+            get_run_logger().info("shipped %s (sha256 %s) to models/", lineage_["file"], lineage_["sha256"][:12])
     return done

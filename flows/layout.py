@@ -40,7 +40,7 @@ GENERATIONS_FILE = "generations.yaml"
 GENS_DIR = "gens"
 
 # Seed streams: one per stage kind, so that no two tasks ever share a seed.
-SEED_STREAMS = {"init": 0, "selfplay": 1, "train": 2, "gate": 3}
+SEED_STREAMS = {"init": 0, "selfplay": 1, "train": 2, "gate": 3, "ladder": 4, "calibration": 5}
 
 
 class LineBusy(RuntimeError):

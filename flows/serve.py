@@ -1,6 +1,6 @@
 """Serve and drive the pipeline: `python -m flows.serve <command>` (the Makefile's entry point).
 
-    serve   serve the deployments zero-generation/local and zero-loop/local (blocks)
+    serve   serve the deployments zero-generation/local, zero-loop/local and zero-ladder/local (blocks)
     up      dvc init if needed, start the Prefect server and the serve process in the background
     down    stop both
     check   validate a params file (and overrides) without starting anything
@@ -29,6 +29,7 @@ def cmd_serve(args) -> int:
     from prefect import serve
 
     from flows.generation import zero_generation, zero_loop
+    from flows.ladder import zero_ladder
 
     gen_flow, loop_flow = zero_generation, zero_loop
     if args.ray:
@@ -42,6 +43,8 @@ def cmd_serve(args) -> int:
                                description="One best-player generation: self-play, train, gate, promote."),
         loop_flow.to_deployment(name="local", parameters=defaults,
                                 description="zero-generation back to back until cancelled (or `generations` times)."),
+        zero_ladder.to_deployment(name="local", parameters=defaults,
+                                  description="The champion against GNU Go and fixed opponents; ratings of the line."),
     )
     return 0
 

@@ -105,9 +105,26 @@ def init(gen: Generation) -> dict:
     params = load_gen_params(gen)
     seed = derive_seed(params.pipeline.seed, 0, "init")
     if not _checkpoint_ok(gen.champion):
-        init_checkpoint(params, gen.champion, seed)
+        if params.pipeline.init_from:
+            _start_from(params, gen.root / params.pipeline.init_from, gen.champion)
+        else:
+            init_checkpoint(params, gen.champion, seed)
     write_json(gen.window_file, {"generation": 0, "window_generations": 0, "shards": []})
     return {"seed": seed, "sha256": file_sha256(gen.champion)}
+
+
+def _start_from(params, source: Path, out: Path) -> None:
+    """Generation 0 as a copy of an existing checkpoint (a shipped champion), checked against the params."""
+    from zero.games import make_game
+    from zero.network import load_checkpoint
+
+    net, _ = load_checkpoint(source)  # CheckpointError names the file
+    game = make_game(params.game)
+    if net.config.num_actions != game.num_actions or net.config.in_planes != game.num_planes:
+        raise ValueError(f"pipeline.init_from: {source} is a network for another game or board than {params.game.tag}")
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.copyfile(source, tmp)
+    tmp.replace(out)
 
 
 def _checkpoint_ok(path: Path) -> bool:

@@ -229,6 +229,50 @@ class PipelineConfig(_Section):
     selfplay_shards: int = _int(4, ge=1, le=MAX_SHARDS)
     gate_shards: int = _int(4, ge=1, le=MAX_SHARDS)
     num_gpus: float = _float(0, ge=0, le=1024)
+    # Generation 0 of a new line starts from this checkpoint (relative to the workspace, e.g. a shipped
+    # champion models/go-9.pt) instead of a freshly initialised network; null: fresh.
+    init_from: str | None = Field(None, strict=True, max_length=1000)
+
+
+class LadderConfig(_Section):
+    """The ladder: the champion against fixed opponents after a generation (`zero-ladder`, `zero ladder`).
+
+    Opponents are `gnugo:<level>` (GNU Go 3.8 over GTP), `mcts:<rollouts>`,
+    `gen:<g>` (the network generation g of the same line made) or a checkpoint.
+    Calibration plays each consecutive pair of the fixed opponents once per
+    workspace, so the anchor reaches every opponent.
+    """
+
+    enabled: bool = _bool(False)
+    opponents: list[str] = Field(default_factory=lambda: ["mcts:1000", "gnugo:1", "gnugo:5", "gnugo:10", "gen:0"],
+                                 max_length=32)
+    games: int = _int(20, ge=2, le=10_000)         # per opponent; whole colour-swapped pairs
+    visits: int = _int(200, ge=1, le=100_000)       # the champion's visits a move
+    concurrent_games: int = _int(10, ge=1, le=1024)
+    opening_moves: int = _int(2, ge=0, le=20)       # Go: random central moves, the same for both games of a pair
+    calibration_games: int = _int(20, ge=0, le=10_000)
+    anchor: str = Field("gnugo:10=1800", strict=True, max_length=200)
+    gnugo: str = Field("gnugo", strict=True, max_length=1000)  # the GNU Go command (also looked for in /usr/games)
+    threads: int = _int(0, ge=0, le=1024)
+
+    @field_validator("games", "calibration_games")
+    @classmethod
+    def _pairs(cls, v: int) -> int:
+        if v % 2:
+            raise ValueError(f"{v} games is not whole colour-swapped pairs: use an even number")
+        return v
+
+    @field_validator("opponents")
+    @classmethod
+    def _known_opponents(cls, v: list[str]) -> list[str]:
+        for spec in v:
+            kind, _, arg = spec.partition(":")
+            if kind in ("gnugo", "mcts", "gen") and not arg.isdigit():
+                raise ValueError(f"opponent {spec!r}: {kind}: takes a whole number")
+            if kind not in ("gnugo", "mcts", "gen", "random") and not spec.endswith(".pt"):
+                raise ValueError(f"opponent {spec!r} is not gnugo:<level>, mcts:<rollouts>, gen:<g>, random "
+                                 f"or a .pt file")
+        return v
 
 
 class Params(_Section):
@@ -241,6 +285,7 @@ class Params(_Section):
     train: TrainConfig = TrainConfig()
     gate: GateConfig = GateConfig()
     pipeline: PipelineConfig = PipelineConfig()
+    ladder: LadderConfig = LadderConfig()
 
     @model_validator(mode="after")
     def _fits_in_memory(self) -> "Params":

@@ -1,0 +1,152 @@
+"""Ship a line's champion: `models/<tag>.pt` and its lineage `models/<tag>.json`.
+
+The checkpoint is the workspace's champion after its last finished generation,
+byte for byte. The lineage says how it was made: every generation of the run
+(gate result, games, positions, compute by hardware, params hash, code commit,
+MLflow run and model version), the totals, and the champion's ladder results
+with their intervals. A campaign resumes from the shipped champion
+(`pipeline.init_from: models/<tag>.pt`): when the workspace's generation 0 is
+the shipped file, the shipped lineage is kept as the earlier runs of this one,
+so the totals count every run since the first random network.
+
+    python -m flows.ship --params campaigns/go-9.yaml      (or `make ship LINE=go-9`)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from flows.ladder import compute_of, ladder_dir
+from flows.layout import LineError, Workspace, write_json
+from flows.stages import file_sha256
+
+
+def _run_summary(ws: Workspace, tag: str) -> tuple[list[dict], dict]:
+    gens = []
+    for g in ws.generations(tag):
+        gen = ws.generation(tag, g)
+        if g == 0 or not gen.finished():
+            continue
+        r = json.loads(gen.record_file.read_text())
+        gate = r["gate"]
+        gens.append({
+            "generation": g, "passed": gate["passed"],
+            "gate": f"{gate['wins']}-{gate['losses']}-{gate['draws']}", "gate_win_rate": round(gate["win_rate"], 4),
+            "gate_elo": gate["elo"], "gate_elo_low": gate["elo_low"], "gate_elo_high": gate["elo_high"],
+            "games": r["selfplay"]["games"], "positions": r["selfplay"]["positions"],
+            "train_steps": r["train"]["steps"], "compute": compute_of(r), "params_hash": r["params_hash"],
+            "git_commit": r.get("git_commit"), "git_dirty": r.get("git_dirty"),
+            "mlflow_run_id": r.get("mlflow_run_id"), "model_version": r.get("model_version"),
+            "sha256": r["train"]["sha256"], "ladder": r.get("ladder"),
+        })
+    totals = {"generations": len(gens), "passed": sum(x["passed"] for x in gens),
+              "games": sum(x["games"] for x in gens), "positions": sum(x["positions"] for x in gens)}
+    by_hw: dict[str, dict] = {}
+    for x in gens:
+        c = x["compute"]
+        key = f"{c['device']} x{c['gpus']} gpu" if c.get("gpus") else f"cpu x{c['cores']} core"
+        h = by_hw.setdefault(key, {"wall_hours": 0.0, "core_hours": 0.0, "gpu_hours": 0.0})
+        h["wall_hours"] += c["wall_s"] / 3600
+        h["core_hours"] += c["core_hours"]
+        h["gpu_hours"] += c.get("gpu_hours", 0.0)
+    totals["compute"] = {k: {n: round(v, 3) for n, v in h.items()} for k, h in by_hw.items()}
+    return gens, totals
+
+
+def _add_totals(a: dict, b: dict) -> dict:
+    out = {k: a.get(k, 0) + b.get(k, 0) for k in ("generations", "passed", "games", "positions")}
+    compute = {k: dict(v) for k, v in a.get("compute", {}).items()}
+    for k, v in b.get("compute", {}).items():
+        h = compute.setdefault(k, {"wall_hours": 0.0, "core_hours": 0.0, "gpu_hours": 0.0})
+        for n in h:
+            h[n] = round(h[n] + v.get(n, 0.0), 3)
+    out["compute"] = compute
+    return out
+
+
+def ship(root: Path, params, params_file: str, models: Path | None = None) -> dict:
+    """Copy the champion after the last finished generation to models/<tag>.pt and write its lineage."""
+    ws, tag = Workspace(root), params.game.tag
+    finished = [g for g in ws.generations(tag) if g > 0 and ws.generation(tag, g).finished()]
+    if not finished:
+        raise LineError(f"{tag} has no finished generation in {root}: nothing to ship")
+    last = ws.generation(tag, max(finished))
+    models = Path(models or root / "models")
+    models.mkdir(parents=True, exist_ok=True)
+    out_pt, out_json = models / f"{tag}.pt", models / f"{tag}.json"
+    champion_sha = file_sha256(last.champion)
+    start_sha = file_sha256(ws.generation(tag, 0).champion)
+    previous = json.loads(out_json.read_text()) if out_json.is_file() else None
+    earlier: list[dict] = []
+    earlier_totals: dict = {}
+    if previous and previous.get("sha256") == start_sha:  # this run resumed from the shipped champion
+        earlier = previous.get("runs", [])
+        earlier_totals = previous.get("totals", {})
+    elif previous and previous.get("sha256") == champion_sha and previous.get("start_sha256") == start_sha:
+        earlier = previous.get("runs", [])[:-1]  # the same run shipped again: replace its entry
+        earlier_totals = previous.get("earlier_totals", {})
+    gens, totals = _run_summary(ws, tag)
+    players = json.loads((ladder_dir(root, tag) / "players.json").read_text()) \
+        if (ladder_dir(root, tag) / "players.json").is_file() else {}
+    ratings_file = ladder_dir(root, tag) / "ratings.json"
+    ratings = json.loads(ratings_file.read_text()) if ratings_file.is_file() else {}
+    champ_name = next((n for n, p in players.items() if p["sha256"] == champion_sha), None)
+    ladder = next((x["ladder"] for x in reversed(gens) if x["ladder"] and x["sha256"] == champion_sha), None)
+    run = {"start_sha256": start_sha, "init_from": params.pipeline.init_from, "params_file": params_file,
+           "generations": gens, "totals": totals}
+    lineage = {
+        "line": tag,
+        "file": out_pt.name,
+        "sha256": champion_sha,
+        "start_sha256": start_sha,
+        "network": params.network.size,
+        "game": params.game.model_dump(mode="json"),
+        "made_by": f"zero-generation over {params_file} (zero-loop), shipped by flows.ship",
+        "champion": {"generation": max(g["generation"] for g in gens if g["sha256"] == champion_sha)
+                     if any(g["sha256"] == champion_sha for g in gens) else 0,
+                     "name": champ_name,
+                     "rating": (ratings.get("ratings") or {}).get(champ_name) if champ_name else None,
+                     "anchor": ratings.get("anchor")},
+        "params_hash": params.digest(),
+        "params": params.model_dump(mode="json"),
+        "code_commit": gens[-1]["git_commit"],
+        "ladder": ladder,
+        "runs": earlier + [run],
+        "earlier_totals": earlier_totals,
+        "totals": _add_totals(earlier_totals, totals),
+    }
+    tmp = out_pt.with_name(out_pt.name + ".tmp")
+    shutil.copyfile(last.champion, tmp)
+    tmp.replace(out_pt)
+    write_json(out_json, lineage)
+    return lineage
+
+
+def main(argv: list[str] | None = None) -> int:
+    from zero.config import ConfigError, load_params
+
+    ap = argparse.ArgumentParser(prog="python -m flows.ship", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--params", default="params.yaml")
+    ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    ap.add_argument("--root", default=".")
+    ap.add_argument("--models", default=None, help="where to write <tag>.pt and <tag>.json (default: ROOT/models)")
+    args = ap.parse_args(argv)
+    root = Path(args.root).resolve()
+    try:
+        params = load_params(root / args.params, args.set)
+        lineage = ship(root, params, args.params, Path(args.models) if args.models else None)
+    except (ConfigError, LineError, OSError) as e:
+        print(f"flows.ship: error: {e}", file=sys.stderr)
+        return 2
+    t = lineage["totals"]
+    print(f"shipped {lineage['line']}: {lineage['file']} (sha256 {lineage['sha256'][:12]}), "
+          f"{t['generations']} generations, {t['games']} games, {t['positions']} positions")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

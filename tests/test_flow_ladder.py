@@ -1,0 +1,113 @@
+"""zero-ladder and shipping on a real workspace: Prefect's test server, an MLflow database, a DVC repo."""
+
+import json
+
+import pytest
+
+from pipeline_support import SMOKE, isolate_env, make_workspace
+
+LADDER = ["ladder.enabled=true", 'ladder.opponents=["mcts:16", "random", "gen:0"]', "ladder.games=4",
+          "ladder.visits=8", "ladder.concurrent_games=4", "ladder.calibration_games=2", "ladder.anchor=random=0"]
+TAG = "gomoku-6x6x4"
+
+
+@pytest.fixture(scope="module")
+def harness():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture(scope="module")
+def laddered(harness, tmp_path_factory):
+    """Two smoke generations with the ladder step on, run by zero-loop with shipping."""
+    mp = pytest.MonkeyPatch()
+    root = make_workspace(tmp_path_factory.mktemp("ws"))
+    isolate_env(mp, root)
+    from flows.generation import zero_loop
+
+    records = zero_loop(params_file=SMOKE, overrides=LADDER, generations=2, workdir=str(root), ship=True)
+    yield root, records
+    mp.undo()
+
+
+@pytest.mark.slow
+def test_each_generation_is_laddered_and_rated(laddered):
+    root, records = laddered
+    lad = root / "gens" / TAG / "ladder"
+    names = {p.stem for p in (lad / "pairings").glob("*.json")}
+    # Both gates, the calibration of the fixed opponents, and the ladder of each new champion.
+    assert {"g0001--g0000--gate", "g0002--g0001--gate", "mcts-16--random--calibration"} <= names
+    for rec in records:
+        record = json.loads((root / "gens" / TAG / f"g{rec['generation']:04d}" / "generation.json").read_text())
+        assert record["compute"]["cores"] >= 1 and record["compute"]["wall_s"] > 0
+        ladder = record["ladder"]
+        champion = ladder["champion"]
+        assert {m["b"] for m in ladder["matches"]} >= {"mcts-16", "random"}
+        assert all(m["games"] == 4 for m in ladder["matches"])
+        assert f"{champion}--random--ladder" in names
+        assert ladder["anchor"] == {"player": "random", "elo": 0.0, "anchored": True}
+        assert ladder["rating"]["elo_low"] <= ladder["rating"]["elo"] <= ladder["rating"]["elo_high"]
+    ratings = json.loads((lad / "ratings.json").read_text())
+    assert ratings["ratings"]["random"]["elo"] == 0.0
+    assert {"g0000", "g0001", "g0002", "mcts-16"} <= set(ratings["ratings"])
+    assert (lad / "elo.png").read_bytes()[:4] == b"\x89PNG"
+    assert len(list((lad / "sgf").rglob("*.sgf"))) == 4 * len([n for n in names if not n.endswith("gate")]) - 2
+
+
+@pytest.mark.slow
+def test_ladder_metrics_and_plot_are_in_mlflow(laddered):
+    from flows.tracking import Tracker
+
+    root, records = laddered
+    t = Tracker(root, TAG)
+    run = t.client.get_run(records[-1]["mlflow_run_id"])
+    assert {"ladder_elo", "ladder_elo_low", "ladder_elo_high", "ladder_win_rate_random"} <= set(run.data.metrics)
+    arts = {a.path for a in t.client.list_artifacts(run.info.run_id, "ladder")}
+    assert {"ladder/elo.png", "ladder/ratings.json", "ladder/players.json"} <= arts
+
+
+@pytest.mark.slow
+def test_a_second_ladder_plays_nothing_new(laddered):
+    from flows.ladder import zero_ladder
+
+    root, _ = laddered
+    summary = zero_ladder(params_file=SMOKE, overrides=LADDER, workdir=str(root))
+    assert summary["played_now"] == 0 and summary["generation"] == 2
+
+
+@pytest.mark.slow
+def test_shipped_champion_and_a_campaign_that_resumes_from_it(laddered, tmp_path, monkeypatch):
+    from flows.generation import zero_generation
+    from flows.ship import ship
+    from flows.stages import file_sha256
+    from zero.config import load_params
+
+    root, records = laddered
+    # zero-loop ships after each generation that passed: the lineage runs up to the last of them.
+    passed = [r["generation"] for r in records if r["gate"]["passed"]]
+    assert passed, "no smoke generation passed its gate: nothing was shipped"
+    lineage = json.loads((root / "models" / f"{TAG}.json").read_text())
+    champion = root / "gens" / TAG / f"g{passed[-1]:04d}" / "champion.pt"
+    assert lineage["sha256"] == file_sha256(root / "models" / f"{TAG}.pt") == file_sha256(champion)
+    shipped = [r for r in records if r["generation"] <= passed[-1]]
+    assert lineage["totals"]["generations"] == len(shipped)
+    assert lineage["totals"]["games"] == sum(r["selfplay"]["games"] for r in shipped)
+    assert [g["generation"] for g in lineage["runs"][0]["generations"]] == [r["generation"] for r in shipped]
+    assert lineage["champion"]["generation"] == passed[-1] and lineage["champion"]["rating"]["games"] > 0
+    assert lineage["ladder"]["matches"] and lineage["code_commit"] and lineage["params_hash"]
+
+    # A new workspace starts from the shipped champion; shipping it again chains the lineage.
+    other = make_workspace(tmp_path / "ws2")
+    isolate_env(monkeypatch, other)
+    (other / "models").mkdir()
+    for suffix in (".pt", ".json"):
+        (other / "models" / f"{TAG}{suffix}").write_bytes((root / "models" / f"{TAG}{suffix}").read_bytes())
+    resume = [f"pipeline.init_from=models/{TAG}.pt", "pipeline.seed=8"]
+    zero_generation(params_file=SMOKE, overrides=resume, workdir=str(other))
+    assert file_sha256(other / "gens" / TAG / "g0000" / "champion.pt") == lineage["sha256"]
+    again = ship(other, load_params(other / SMOKE, resume), SMOKE)
+    assert len(again["runs"]) == 2 and again["runs"][1]["start_sha256"] == lineage["sha256"]
+    assert again["totals"]["generations"] == len(shipped) + 1
+    assert again["totals"]["games"] == lineage["totals"]["games"] + again["runs"][1]["totals"]["games"]
