@@ -83,3 +83,44 @@ def test_gnugo_is_an_opponent(tmp_path):
     assert (rec["wins"], rec["losses"]) == (0, 2)
     sgfs = sorted((tmp_path / "sgf" / "fresh--gnugo-l1--ladder").glob("*.sgf"))
     assert len(sgfs) == 2 and all("RE[" in p.read_text() for p in sgfs)
+
+
+GOMOKU_ARGS = ["--set", "game.name=gomoku", "--set", "game.height=6", "--set", "game.width=6", "--set", "game.k=4",
+               "--set", "network.size=b1c8", "--set", "network.value_hidden=8", "--set", "ladder.visits=8",
+               "--set", "gate.threads=1"]
+
+
+def test_zero_ladder_command_plays_fits_and_plots(tmp_path, capsys):
+    from zero.cli import main
+
+    model = tmp_path / "net.pt"
+    assert main(["init", "--out", str(model), *GOMOKU_ARGS]) == 0
+    out = tmp_path / "lad"
+    code = main(["ladder", *GOMOKU_ARGS, "--model", str(model), "--opponents", "mcts:30,random", "--games", "4",
+                 "--calibration-games", "2", "--anchor", "random=0", "--out", str(out)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "ratings (random = 0)" in text and "net" in text and "mcts-30" in text
+    names = sorted(p.stem for p in (out / "pairings").glob("*.json"))
+    assert names == ["mcts-30--random--calibration", "net--mcts-30--ladder", "net--random--ladder"]
+    assert (out / "elo.png").is_file()
+    # --plot refits what is there and draws it elsewhere, playing nothing.
+    assert main(["ladder", *GOMOKU_ARGS, "--plot", str(out), "--anchor", "random=0", "--png",
+                 str(tmp_path / "again.png")]) == 0
+    assert (tmp_path / "again.png").is_file()
+    assert sorted(p.stem for p in (out / "pairings").glob("*.json")) == names
+
+
+def test_zero_ladder_refuses_before_playing(tmp_path, capsys):
+    from zero.cli import main
+
+    model = tmp_path / "net.pt"
+    main(["init", "--out", str(model), *GOMOKU_ARGS])
+    capsys.readouterr()
+    code = main(["ladder", *GOMOKU_ARGS, "--model", str(model), "--opponents", "mcts:30,gnugo:1",
+                 "--out", str(tmp_path / "lad")])
+    err = capsys.readouterr().err
+    assert code == 2 and "zero: error:" in err and "GNU Go plays Go" in err
+    assert not (tmp_path / "lad").exists()
+    assert main(["ladder", *GOMOKU_ARGS, "--plot", str(tmp_path / "nothing")]) == 2
+    assert "not a ladder directory" in capsys.readouterr().err

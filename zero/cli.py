@@ -1,4 +1,4 @@
-"""The `zero` command line: init, selfplay, train, match, gtp, play, bench.
+"""The `zero` command line: init, selfplay, train, match, gtp, play, ladder, bench.
 
 Every command reads the same params file (`--params`, default `params.yaml`
 when present, else the built-in defaults) and takes `--set section.key=value`
@@ -107,6 +107,25 @@ def _check_player(params, game, spec: str) -> int:
     return -1  # the match's visits
 
 
+def shipped_model(params) -> Path | None:
+    """The trained champion shipped for the params' game and board (models/<tag>.pt), if there is one."""
+    path = Path(__file__).resolve().parent.parent / "models" / f"{params.game.tag}.pt"
+    return path if path.is_file() else None
+
+
+def _model_or_shipped(params, model: str | None) -> str | None:
+    """`model`, else the shipped champion for the board (said on stderr), else None (a fresh network)."""
+    if model is not None:
+        return model
+    shipped = shipped_model(params)
+    if shipped is None:
+        print(f"zero: no model given and none shipped for {params.game.tag}: playing a freshly initialised network",
+              file=sys.stderr)
+        return None
+    print(f"zero: playing the shipped champion {shipped}", file=sys.stderr)
+    return str(shipped)
+
+
 def _params(args):
     path = args.params
     if path is None and Path("params.yaml").is_file():
@@ -175,6 +194,12 @@ def cmd_match(args) -> int:
 
     params = _params(args)
     game = make_game(params.game)
+    for side in ("a", "b"):
+        if getattr(args, side) == "shipped":
+            shipped = shipped_model(params)
+            if shipped is None:
+                raise UsageError(f"--{side} shipped: no champion is shipped for {params.game.tag} (models/{params.game.tag}.pt)")
+            setattr(args, side, str(shipped))
     games = args.games if args.games is not None else params.gate.games
     visits = args.visits if args.visits is not None else params.gate.visits
     at_once = min(params.gate.concurrent_games, games)
@@ -196,7 +221,8 @@ def cmd_match(args) -> int:
 def cmd_gtp(args) -> int:
     from zero.gtp import run_gtp
 
-    return run_gtp(_params(args), args.model, args.visits, sys.stdin, sys.stdout) or 0
+    params = _params(args)
+    return run_gtp(params, _model_or_shipped(params, args.model), args.visits, sys.stdin, sys.stdout) or 0
 
 
 def cmd_play(args) -> int:
@@ -204,10 +230,89 @@ def cmd_play(args) -> int:
     from zero.play import run_play
 
     params = _params(args)
-    if args.model is not None:
-        _check_model(params, make_game(params.game), args.model)
+    model = _model_or_shipped(params, args.model)
+    if model is not None:
+        _check_model(params, make_game(params.game), model)
     color = 1 if args.color.startswith("b") else -1
-    return run_play(params, args.model, args.visits, color, sys.stdin, sys.stdout) or 0
+    return run_play(params, model, args.visits, color, sys.stdin, sys.stdout) or 0
+
+
+def cmd_ladder(args) -> int:
+    """Play the ladder of one network into a ladder directory, or (--plot) fit and draw an existing one."""
+    from zero import ladder
+    from zero.games import make_game
+
+    params = _params(args)
+    cfg = params.ladder
+    try:
+        anchor = ladder.parse_anchor(args.anchor or cfg.anchor)
+        if args.plot:
+            out = Path(args.plot)
+        else:
+            model = _model_or_shipped(params, args.model)
+            if model is None:
+                raise UsageError("zero ladder needs --model (no champion is shipped for this board)")
+            _check_model(params, make_game(params.game), model)
+            out = Path(args.out)
+            opponents = args.opponents.split(",") if args.opponents else list(cfg.opponents)
+            opponents = [o for o in opponents if not o.startswith("gen:")]  # networks of a pipeline line
+            name = args.name or ladder.opponent_name(model)
+            games = args.games or cfg.games
+            for spec in opponents:  # every opponent is checked before any game is played
+                if spec.startswith("gnugo:"):
+                    if params.game.name != "go":
+                        raise UsageError(f"opponent {spec!r}: GNU Go plays Go, but the params are for {params.game.tag}")
+                    ladder.player_spec(spec, cfg.gnugo)
+                else:
+                    _check_player(params, make_game(params.game), spec)
+            fixed = [o for o in opponents if o.split(":")[0] in ("gnugo", "mcts", "random")]
+            for i, (x, y) in enumerate(zip(fixed, fixed[1:]) if args.calibration_games else ()):
+                key = f"{ladder.opponent_name(x)}--{ladder.opponent_name(y)}--calibration"
+                if not (out / "pairings" / f"{key}.json").is_file():
+                    _ladder_match(params, x, y, None, args.calibration_games, args.seed + 1000 + i, out, "calibration")
+            for i, spec in enumerate(opponents):
+                _ladder_match(params, model, spec, name, games, args.seed + i, out, "ladder")
+        fitted = ladder.fit_dir(out, anchor)
+        png = ladder.plot_dir(out, fitted, Path(args.png) if args.png else None)
+        rows = ladder.table(fitted, ladder.read_pairings(out))
+    except ladder.LadderError as e:
+        raise UsageError(str(e)) from None
+    _print_ladder(fitted, rows, png)
+    return 0
+
+
+def _ladder_match(params, a: str, b: str, a_name: str | None, games: int, seed: int, out: Path, label: str) -> None:
+    from zero import ladder
+
+    cfg = params.ladder
+    print(f"{a_name or ladder.opponent_name(a)} against {ladder.opponent_name(b)}: {games} games ({label})",
+          file=sys.stderr)
+    rec = ladder.play_pairing(params, a, b, games, seed, cfg.visits, out, a_name, None, label,
+                              cfg.concurrent_games, cfg.opening_moves, cfg.gnugo)
+    print(f"  {rec['wins']}-{rec['losses']}-{rec['draws']} in {rec['seconds']:.0f} s", file=sys.stderr)
+
+
+def _print_ladder(fitted: dict, rows: list[dict], png: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    anchor = fitted["anchor"]
+    t = Table(title=f"ratings ({anchor['player']} = {anchor['elo']:g}"
+                    f"{'' if anchor['anchored'] else ', no games against the anchor'})")
+    for col in ("player", "Elo", "95% interval", "games"):
+        t.add_column(col)
+    for name, r in fitted["ratings"].items():
+        t.add_row(name, f"{r['elo']:.0f}", f"[{r['elo_low']:.0f}, {r['elo_high']:.0f}]", str(r["games"]))
+    m = Table(title="matches")
+    for col in ("a", "b", "kind", "games", "a's score (w-l-d)", "a's win rate"):
+        m.add_column(col)
+    for r in rows:
+        m.add_row(r["a"], r["b"], r["label"], str(r["games"]), r["score"],
+                  f"{r['win_rate']:.3f}" if r["win_rate"] is not None else "")
+    console = Console(file=sys.stdout, width=120)
+    console.print(m)
+    console.print(t)
+    console.print(f"plot: {png}")
 
 
 def cmd_bench(args) -> int:
@@ -255,8 +360,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_train)
 
     p = sub.add_parser("match", parents=[common], help="play a match between two players")
-    p.add_argument("--a", required=True, help="checkpoint, 'random', 'mcts:N' or 'init'")
-    p.add_argument("--b", required=True, help="checkpoint, 'random', 'mcts:N' or 'init'")
+    p.add_argument("--a", default="shipped",
+                   help="checkpoint, 'shipped' (the champion shipped for the board; the default), 'random', "
+                        "'mcts:N', 'init' or 'gtp:<command>'")
+    p.add_argument("--b", required=True, help="like --a")
     p.add_argument("--games", type=_count(MAX_GAMES), default=None)
     p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--visits", type=_count(MAX_VISITS), default=None)
@@ -275,6 +382,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--visits", type=_count(MAX_VISITS), default=None)
     p.add_argument("--color", type=_colour, default="black", help="your colour: black or white")
     p.set_defaults(fn=cmd_play)
+
+    p = sub.add_parser("ladder", parents=[common],
+                       help="a network against GNU Go and fixed opponents, rated; or --plot a ladder directory")
+    p.add_argument("--model", default=None, help="checkpoint (default: the shipped champion for the board)")
+    p.add_argument("--name", default=None, help="the network's name in the ratings (default: the file's stem)")
+    p.add_argument("--out", default="ladder", help="ladder directory: pairings, SGFs, ratings.json, elo.png")
+    p.add_argument("--opponents", default=None, help="comma-separated, e.g. gnugo:1,gnugo:5,mcts:1000 "
+                                                     "(default: ladder.opponents)")
+    p.add_argument("--games", type=_count(MAX_GAMES), default=None, help="per opponent (default: ladder.games)")
+    p.add_argument("--calibration-games", type=_count(MAX_GAMES), default=None,
+                   help="games between consecutive fixed opponents, played once per directory")
+    p.add_argument("--anchor", default=None, help="player=rating held fixed (default: ladder.anchor, gnugo:10=1800)")
+    p.add_argument("--seed", type=_seed, default=0)
+    p.add_argument("--plot", default=None, metavar="DIR", help="only fit and plot this ladder directory")
+    p.add_argument("--png", default=None, help="where to draw the plot (default: DIR/elo.png)")
+    p.set_defaults(fn=cmd_ladder)
 
     p = sub.add_parser("bench", parents=[common], help="measure speed and memory")
     p.add_argument("--json", action="store_true", help="print one JSON object")

@@ -181,9 +181,12 @@ def fit_dir(ladder_dir: str | Path, anchor: tuple[str, float] = DEFAULT_ANCHOR,
     """Fit ratings over every pairing of a ladder dir and write ratings.json.
 
     When the anchor played no game, the ratings are relative to `fallback_anchor`
-    at 0 (reported with "anchored": false).
+    (by default the first pairing's player a) at 0, reported with "anchored": false.
     """
     records = read_pairings(ladder_dir)
+    if not records:
+        raise LadderError(f"{ladder_dir}: no pairings to fit")
+    fallback_anchor = fallback_anchor or records[0]["a"]
     pairs = [Pairing(r["a"], r["b"], r["wins"], r["losses"], r["draws"]) for r in records]
     anchored = True
     ratings = fit_ratings(pairs, anchor)
