@@ -39,7 +39,7 @@ export DVC_NO_ANALYTICS := 1
 export DO_NOT_TRACK := 1
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help install run up down serve check where repro loop campaign ship ladder mlflow-ui test test-fast clean-runs
+.PHONY: help install gnugo run up down serve check where repro loop campaign ship ladder mlflow-ui test test-fast clean-runs
 
 help:
 	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
@@ -51,7 +51,17 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@set -o pipefail; $(BIN)/python -m pip install --quiet "torch==2.13.0" 2>&1 | $(PIP_NOISE)
 	@set -o pipefail; $(BIN)/python -m pip install --quiet -e ".[pipeline,test]" 2>&1 | $(PIP_NOISE)
+	@$(MAKE) --no-print-directory gnugo
 	@touch $@
+
+# GNU Go 3.8, the ladder's outside engine: installed with apt-get where this runs as root on Debian or Ubuntu,
+# otherwise say how (the ladder and its tests need it; everything else runs without it).
+gnugo:
+	@if command -v gnugo >/dev/null || [ -x /usr/games/gnugo ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing GNU Go (apt-get install gnugo) for the ladder"; \
+		(apt-get update -qq && apt-get install -y -qq gnugo) >/dev/null 2>&1 || echo "GNU Go could not be installed: the ladder against it is unavailable"; \
+	else echo "GNU Go is not installed: the ladder needs it (apt-get install gnugo, or brew install gnu-go)"; fi
 
 install: $(STAMP)
 
