@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -339,3 +340,283 @@ def test_known_commands_and_list_agree():
                 "final_score", "loadsgf", "printsgf", "time_settings", "time_left"}
     assert required <= set(listed)
     assert all(gtp.handle(f"known_command {c}") == "= true\n\n" for c in listed)
+
+
+# --- the game is over when the controller says so (GNU Go's behaviour) --------------
+
+
+def test_play_goes_on_after_two_passes():
+    gtp = stand_in([])
+    for c in ["play b pass", "play w pass", "play b D4", "play b pass", "play b C3", "play w pass", "play w E5"]:
+        assert gtp.handle(c) == "= \n\n", c
+    board = gtp.position.board
+    assert board[9 - 4, 3] == 1 and board[9 - 3, 2] == 1 and board[9 - 5, 4] == -1
+    assert gtp.handle("play w E5") == "? illegal move E5: occupied\n\n"  # the rules still hold
+
+
+def test_play_past_the_self_play_move_cap_with_superko_over_the_whole_game():
+    gtp = stand_in([], size=5)
+    # a ko on the left edge: white takes B3 with A3 (move 8), then 62 passes (past 2*5*5 = 50 moves)
+    ko = ["play b A2", "play w B2", "play b B3", "play w C3", "play b A4", "play w B4",
+          "play b pass", "play w A3", "play b pass", "play w pass"]
+    for c in ko + ["play b pass", "play w pass"] * 30:
+        assert gtp.handle(c) == "= \n\n", c
+    assert len(gtp.position.moves) == 70 and not gtp.position.is_over
+    # retaking at move 71 would repeat the board of move 6
+    assert gtp.handle("play b B3") == "? illegal move B3: superko\n\n"
+    assert gtp.handle("play b D2") == "= \n\n"
+    assert gtp.handle("play w B3") == "= \n\n"
+    assert len(gtp.position.moves) == 72
+
+
+def test_every_play_is_accepted_past_move_50_on_5x5():
+    from zero.games.go import GoPosition
+
+    gtp = stand_in([], size=5)
+    rules = GoPosition.initial(5, 7.5, open_ended=True)
+    rng = __import__("numpy").random.default_rng(5)
+    for i in range(150):
+        action = int(rng.choice(rules.legal_actions()))
+        colour = "b" if rules.to_play == 1 else "w"
+        vertex = "pass" if action == 25 else gtp._vertex(action)
+        assert gtp.handle(f"play {colour} {vertex}") == "= \n\n", (i, vertex)
+        rules = rules.play(action)
+    assert (gtp.position.board == rules.board).all()
+
+
+def test_genmove_for_either_colour_at_any_time(params):
+    from zero.engine import Engine
+
+    engine = Engine(params, checkpoint=None, visits=4, seed=0)
+    r = session(params, engine, [
+        "boardsize 5", "clear_board", "genmove b", "genmove b", "genmove w", "genmove w",
+        "play b pass", "play w pass", "genmove w", "play b pass", "genmove b", "genmove w",
+    ])
+    assert all(re.fullmatch(r"= ([A-E][1-5]|pass)", x) for x in r[2:] if x != "= "), r
+    assert r[:2] == ["= ", "= "] and r[6:8] == ["= ", "= "] and r[9] == "= "
+
+
+def test_genmove_reuses_the_subtree_of_the_moves_played(params):
+    import numpy as np
+
+    from zero.engine import Engine
+
+    engine = Engine(params, checkpoint=None, visits=40, seed=0)
+    gtp = GtpEngine(params, engine)
+    mine = gtp.handle("genmove b")[2:].strip()
+    tree = engine._search.tree
+    a = text_to_point(mine, 9, 9)
+    node = tree.child[0, 0, a]
+    reply = int(tree.N[0, node].argmax())  # white answers with zero's own expected reply
+    kept = int(tree.N[0, tree.child[0, node, reply]].sum())
+    assert kept > 0
+    assert gtp.handle(f"play w {gtp._vertex(reply)}") == "= \n\n"
+    before = engine.evaluator.nn_positions
+    assert gtp.handle("genmove b").startswith("= ")
+    evaluated = engine.evaluator.nn_positions - before
+    assert int(engine._search.tree.root_visits(np.zeros(1, np.int32))[0]) == 40
+    assert evaluated <= 40 - kept  # only the visits the reused subtree lacked were searched
+
+
+# --- time ---------------------------------------------------------------------------
+
+
+def test_bad_times_are_refused():
+    gtp = stand_in([])
+    for c in ["time_settings 0 inf 3", "time_settings nan 0 0", "time_settings -1 10 5",
+              "time_settings 10 10 2.5", "time_settings 10 10 -1",
+              "time_left b inf 0", "time_left w nan 0", "time_left b -3 0", "time_left b 10 -1"]:
+        response = gtp.handle(c)
+        assert response.startswith("? ") and "internal error" not in response, (c, response)
+    assert gtp.time_settings is None and gtp.time_left == {}
+
+
+def test_time_budget_per_move():
+    gtp = stand_in(["D4", "E5", "C3", "F6", "G7", "H8", "J9"])
+    engine = gtp.engine
+    gtp.handle("genmove b")
+    assert engine.budgets[-1] is None  # no time settings: search --visits
+    gtp.handle("time_settings 600 0 0")  # absolute: 10 minutes
+    gtp.handle("genmove w")
+    main = engine.budgets[-1]
+    assert 0 < main < 600 / 9  # at most the share of the board size's worth of moves
+    assert 0 < gtp.time_left[-1][0] <= 600  # its own clock counts the time used
+    gtp.handle("time_settings 0 30 5")  # byo-yomi only: 30 s for 5 stones
+    gtp.handle("genmove b")
+    assert 0 < engine.budgets[-1] < 6
+    gtp.handle("time_left b 4 2")  # 4 s left for 2 stones
+    gtp.handle("genmove b")
+    assert 0 < engine.budgets[-1] < 2
+    gtp.handle("time_left w 0 1")  # out of time: the smallest search
+    gtp.handle("genmove w")
+    assert engine.budgets[-1] == 0
+    gtp.handle("time_settings 0 1 0")  # GTP's no time limit
+    gtp.handle("genmove b")
+    assert engine.budgets[-1] is None
+
+
+def test_time_budget_stops_the_search_before_the_visits_cap(params):
+    import numpy as np
+
+    from zero.engine import Engine
+
+    engine = Engine(params, checkpoint=None, visits=20_000, seed=0)
+    gtp = GtpEngine(params, engine)
+    assert gtp.handle("time_settings 0 1 1") == "= \n\n"  # one second a move
+    assert gtp.handle("genmove b").startswith("= ")
+    assert 1 <= int(engine._search.tree.root_visits(np.zeros(1, np.int32))[0]) < 20_000
+
+
+# --- loadsgf reads regular files only -----------------------------------------------
+
+
+def _in_thread(gtp, command, seconds=20.0):
+    import threading
+
+    out = []
+    t = threading.Thread(target=lambda: out.append(gtp.handle(command)), daemon=True)
+    t.start()
+    t.join(seconds)
+    assert out, f"{command!r} did not answer within {seconds} s"
+    return out[0]
+
+
+def test_loadsgf_refuses_fifos_devices_and_huge_files(tmp_path):
+    import os
+
+    gtp = stand_in([])
+    gtp.handle("play b E5")
+    fifo = tmp_path / "fifo.sgf"
+    os.mkfifo(fifo)
+    assert _in_thread(gtp, f"loadsgf {fifo}") == f"? cannot load file {fifo}: not a regular file\n\n"
+    assert _in_thread(gtp, "loadsgf /dev/zero") == "? cannot load file /dev/zero: not a regular file\n\n"
+    assert _in_thread(gtp, f"loadsgf {tmp_path}").endswith("not a regular file\n\n")
+    huge = tmp_path / "huge.sgf"
+    with open(huge, "wb") as f:
+        f.truncate(5 << 20)
+    assert _in_thread(gtp, f"loadsgf {huge}").endswith("larger than 4194304 bytes\n\n")
+    assert gtp.position.moves == [40]
+
+
+# --- the end of the game --------------------------------------------------------------
+
+# Black wall on D, white wall on E; a white stone at B6 in black's area, a black one at H6 in white's.
+DEAD_STONES = [m for r in range(1, 10) for m in (f"play b D{r}", f"play w E{r}")] + ["play b H6", "play w B6"]
+
+
+def test_final_status_list_from_the_engines_view(params, engine):
+    r = session(params, engine, ["boardsize 9", "clear_board", *DEAD_STONES, "final_status_list dead",
+                                 "final_status_list alive", "final_status_list seki", "final_score"])
+    dead, alive, seki, score = r[-4:]
+    assert dead == "= B6 H6"
+    assert set(alive[2:].split()) == {f"{c}{r}" for c in "DE" for r in range(1, 10)}
+    assert seki == "= "
+    assert score == "= W+7.5"  # final_score counts the board as it stands
+
+
+def passing_engine(params):
+    """The real engine, but its search always says pass: cleanup must capture first."""
+    from zero.engine import Engine
+
+    class Passing(Engine):
+        def genmove(self, position, seconds=None, resign=True):
+            return position.size * position.size
+
+    return Passing(params, checkpoint=None, visits=2, seed=0)
+
+
+def test_kgs_genmove_cleanup_captures_dead_stones_before_passing(params):
+    gtp = GtpEngine(params, passing_engine(params))
+    for c in DEAD_STONES[:-1]:
+        assert gtp.handle(c) == "= \n\n"
+    assert gtp.handle("play w B6") == "= \n\n"  # black to move, a dead white stone at B6
+    assert gtp.handle("genmove b") == "= pass\n\n"  # plain genmove trusts the search
+    assert gtp.handle("undo") == "= \n\n"
+    moves = []
+    for _ in range(10):
+        reply = gtp.handle("kgs-genmove_cleanup b")[2:].strip()
+        moves.append(reply)
+        if reply == "pass":
+            break
+        assert gtp.handle("play w pass") == "= \n\n"
+    assert moves[-1] == "pass" and len(moves) == 5, moves  # B6's four liberties, then pass
+    assert set(moves[:-1]) == {"A6", "C6", "B5", "B7"}
+    assert gtp.position.board[9 - 6, 1] == 0  # B6 is captured
+    assert gtp.handle("final_status_list dead") == "= H6\n\n"
+
+
+def test_kgs_genmove_cleanup_never_resigns(params):
+    from zero.engine import Engine
+
+    class Resigning(Engine):
+        def genmove(self, position, seconds=None, resign=True):
+            return None if resign else super().genmove(position, seconds, resign=False)
+
+    gtp = GtpEngine(params, Resigning(params, checkpoint=None, visits=2, seed=0))
+    assert gtp.handle("genmove b") == "= resign\n\n"
+    assert re.fullmatch(r"= ([A-HJ][1-9]|pass)\n\n", gtp.handle("kgs-genmove_cleanup b"))
+
+
+# --- lz-analyze ----------------------------------------------------------------------
+
+INFO = re.compile(r"info move ([A-HJ-T]\d+|pass) visits (\d+) winrate (\d+) prior (\d+) lcb (\d+) order (\d+) "
+                  r"pv ((?:(?:[A-HJ-T]\d+|pass) ?)+)")
+
+
+def _infos(line: str) -> list[tuple]:
+    items = INFO.findall(line)
+    assert " ".join(" ".join(("info move", m[0], "visits", m[1], "winrate", m[2], "prior", m[3], "lcb", m[4],
+                              "order", m[5], "pv", m[6].strip())) for m in items) == line
+    return items
+
+
+def test_lz_analyze_format_and_errors(params, engine):
+    gtp = GtpEngine(params, engine)
+    gtp.handle("play b E5")
+    response = gtp.handle("7 lz-analyze w 10")
+    assert response.startswith("=7\ninfo move ") and response.endswith("\n\n")
+    line = response.split("\n")[1]
+    items = _infos(line)
+    assert sum(int(m[1]) for m in items) == engine.visits  # not serving: searched to the cap
+    assert [int(m[5]) for m in items] == list(range(len(items)))
+    assert all(0 <= int(m[4]) <= int(m[2]) <= 10000 and 0 <= int(m[3]) <= 10000 for m in items)
+    assert all(m[6].split()[0] == m[0] for m in items)
+    assert "E5" not in [m[0] for m in items]
+    assert gtp.position.moves == [40]  # analysing plays nothing
+    for bad in ["lz-analyze b x", "lz-analyze b -5", "lz-analyze b 10 20", "lz-analyze interval"]:
+        assert gtp.handle(bad).startswith("? "), bad
+    assert gtp.handle("lz-analyze interval 50").startswith("=\ninfo move")
+    listed = gtp.handle("list_commands")[2:].split()
+    assert "lz-analyze" in listed and "kgs-genmove_cleanup" in listed
+
+
+def test_lz_analyze_streams_until_the_next_command(params):
+    import os
+    import threading
+    import time
+
+    from zero.engine import Engine
+
+    engine = Engine(params, checkpoint=None, visits=20_000, seed=0)
+    read_fd, write_fd = os.pipe()
+    out = io.StringIO()
+    with os.fdopen(read_fd) as stdin, os.fdopen(write_fd, "w") as feed:
+        worker = threading.Thread(target=GtpEngine(params, engine).run, args=(stdin, out))
+        worker.start()
+        feed.write("play b E5\n3 lz-analyze 5\n")
+        feed.flush()
+        time.sleep(1.0)
+        feed.write("name\nquit\n")
+        feed.flush()
+        worker.join(60)
+        feed.close()  # end of input: the reader thread stops
+        time.sleep(0.2)
+    assert not worker.is_alive()
+    text = out.getvalue()
+    assert text.startswith("= \n\n=3\ninfo move ")
+    analysis, rest = text[len("= \n\n=3\n"):].split("\n\n", 1)
+    assert rest == "= zero\n\n= \n\n"
+    lines = analysis.split("\n")
+    assert len(lines) >= 2  # a line every 50 ms for a second, and a last one
+    totals = [sum(int(m[1]) for m in _infos(line)) for line in lines]
+    assert totals == sorted(totals) and totals[-1] > totals[0]
