@@ -97,12 +97,20 @@ class UniformEvaluator:
 
 
 class RolloutEvaluator(UniformEvaluator):
-    """Pure MCTS: equal priors and the result of one random playout (the AlphaZero_Gomoku yardstick)."""
+    """Pure MCTS: the result of one random playout as the value, and equal priors.
 
-    def __init__(self, seed: int = 0):
+    Search it with fpu_value=1.0 (every move tried once before any twice, as in
+    UCT). The priors carry a random jitter of at most `jitter` (relative) so that
+    the untried moves are tried in random order rather than lowest action first.
+    """
+
+    def __init__(self, seed: int = 0, jitter: float = 1e-3):
         self._rng = np.random.default_rng(seed)
+        self.jitter = jitter
 
     def evaluate(self, game, batch, slots, paths, depth, inputs: LeafInputs):
-        priors, _ = super().evaluate(game, batch, slots, paths, depth, inputs)
+        legal = inputs.legal
+        priors = np.where(legal, 1.0 + self.jitter * self._rng.random(legal.shape), 0.0)
+        priors = (priors / np.maximum(priors.sum(axis=1, keepdims=True), 1e-9)).astype(np.float32)
         seed = int(self._rng.integers(2**31))
         return priors, game.rollout_values(batch, slots, paths, depth, seed)

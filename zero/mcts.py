@@ -10,7 +10,9 @@ numba; only the per-round glue is Python.
 Edge statistics follow the paper: N (visits), W (total value), Q = W/N and
 P (prior), all from the point of view of the player choosing the edge.
 Selection maximises Q + U with U = c_puct * P * sqrt(sum N) / (1 + N);
-unvisited edges take the first-play-urgency value Q = V(node) - fpu_reduction.
+unvisited edges take the first-play-urgency value Q = V(node) - fpu_reduction,
+or a fixed Q = fpu_value when one is given (fpu_value = 1, a win, makes every
+edge with a prior be tried once before any is tried again, as in UCT).
 `visits` is the number of visits the root has when the search stops: a
 reused subtree counts toward it, so a tree never holds more than visits + 1
 nodes.
@@ -107,14 +109,17 @@ def _reset_root(N, W, child, expanded, terminal, num_nodes, b):
 
 
 @numba.njit(cache=True)
-def puct_select(N, W, P, value, b, node, c_puct, fpu_reduction):
-    """The edge of `node` that maximises Q + U; ties go to the lowest action."""
+def puct_select(N, W, P, value, b, node, c_puct, fpu_reduction, fpu_value=np.nan):
+    """The edge of `node` that maximises Q + U; ties go to the lowest action.
+
+    Unvisited edges take Q = fpu_value, or value[b, node] - fpu_reduction when fpu_value is NaN.
+    """
     A = N.shape[2]
     total = 0
     for a in range(A):
         total += N[b, node, a]
     sqrt_total = np.sqrt(max(total, 1))
-    fpu = value[b, node] - fpu_reduction
+    fpu = value[b, node] - fpu_reduction if np.isnan(fpu_value) else fpu_value
     best_a = -1
     best = -np.inf
     for a in range(A):
@@ -132,7 +137,7 @@ def puct_select(N, W, P, value, b, node, c_puct, fpu_reduction):
 
 @numba.njit(cache=True)
 def _select(N, W, P, child, parent, action, expanded, terminal, value, num_nodes,
-            slots, c_puct, fpu_reduction, paths, depth, leaves):
+            slots, c_puct, fpu_reduction, fpu_value, paths, depth, leaves):
     """Walk each slot's tree from the root to a new (or finished) leaf, allocating the new node."""
     A = N.shape[2]
     for i in range(slots.shape[0]):
@@ -140,7 +145,7 @@ def _select(N, W, P, child, parent, action, expanded, terminal, value, num_nodes
         node = 0
         d = 0
         while expanded[b, node] and np.isnan(terminal[b, node]):
-            a = puct_select(N, W, P, value, b, node, c_puct, fpu_reduction)
+            a = puct_select(N, W, P, value, b, node, c_puct, fpu_reduction, fpu_value)
             paths[i, d] = a
             d += 1
             c = child[b, node, a]
@@ -272,15 +277,19 @@ class Search:
         batch_size: number of slots.
         visits: root visits at which a search stops.
         c_puct, fpu_reduction: PUCT constants.
+        fpu_value: Q of unvisited edges, in place of the node's value minus
+            fpu_reduction; 1.0 (a win) tries every legal edge once before any
+            twice, as rules-only searches with equal priors want.
     """
 
     def __init__(self, game: Game, evaluator, batch_size: int, visits: int,
-                 c_puct: float = 1.5, fpu_reduction: float = 0.25):
+                 c_puct: float = 1.5, fpu_reduction: float = 0.25, fpu_value: float | None = None):
         self.game = game
         self.evaluator = evaluator
         self.visits = visits
         self.c_puct = float(c_puct)
         self.fpu_reduction = float(fpu_reduction)
+        self.fpu_value = np.nan if fpu_value is None else float(fpu_value)
         self.tree = Tree.allocate(batch_size, visits + 2, game.num_actions)
         max_depth = min(visits + 2, game.max_moves + 1)
         self._paths = np.zeros((batch_size, max_depth), np.int32)
@@ -316,7 +325,7 @@ class Search:
             L = len(active)
             paths, depth, leaves = self._paths[:L], self._depth[:L], self._leaves[:L]
             _select(t.N, t.W, t.P, t.child, t.parent, t.action, t.expanded, t.terminal, t.value,
-                    t.num_nodes, active, self.c_puct, self.fpu_reduction, paths, depth, leaves)
+                    t.num_nodes, active, self.c_puct, self.fpu_reduction, self.fpu_value, paths, depth, leaves)
             inputs = self.game.leaf_inputs(batch, active, paths, depth, want_planes=self.evaluator.needs_planes)
             priors, values = self.evaluator.evaluate(self.game, batch, active, paths, depth, inputs)
             self.evaluations += int(np.isnan(inputs.terminal_value).sum())
