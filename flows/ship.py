@@ -95,7 +95,8 @@ def ship(root: Path, params, params_file: str, models: Path | None = None) -> di
     ratings_file = ladder_dir(root, tag) / "ratings.json"
     ratings = json.loads(ratings_file.read_text()) if ratings_file.is_file() else {}
     champ_name = next((n for n, p in players.items() if p["sha256"] == champion_sha), None)
-    ladder = next((x["ladder"] for x in reversed(gens) if x["ladder"] and x["sha256"] == champion_sha), None)
+    ladder = next((x["ladder"] for x in reversed(gens) if x["ladder"] and x["ladder"]["champion"] == champ_name),
+                  None)
     run = {"start_sha256": start_sha, "init_from": params.pipeline.init_from, "params_file": params_file,
            "generations": gens, "totals": totals}
     lineage = {
