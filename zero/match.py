@@ -120,10 +120,13 @@ class MatchGames:
 
 def run_match(game: Game, a, b, num_games: int, seed: int, concurrent: int = 64, opening_moves: int = 6,
               resign_threshold: float = -1.0, stop_early: tuple[int, float] | None = None,
-              first_index: int = 0) -> MatchGames:
+              first_index: int = 0, openings: list[list[int]] | None = None) -> MatchGames:
     """Play `num_games` games between players a and b.
 
     Args:
+        openings: fixed opening moves, one list per colour-swapped pair of games
+            (game i starts with openings[(i // 2) % len(openings)], played for
+            both sides before either player chooses a move).
         stop_early: (total_games, threshold) of a sequential gate: stop starting
             new games once the gate's outcome is certain whatever the rest do.
         first_index: index of this match's first game in a larger match (colours
@@ -154,6 +157,11 @@ def run_match(game: Game, a, b, num_games: int, seed: int, concurrent: int = 64,
         game.reset(batch, slot)
         a.reset(slot)
         b.reset(slot)
+        for act in openings[(index // 2) % len(openings)] if openings else ():
+            game.play(batch, slot, int(act))
+            rec.moves.append(int(act))
+            a.observe(slot, int(act))
+            b.observe(slot, int(act))
 
     def finish(slot: int) -> None:
         nonlocal wins, losses, draws
