@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from zero.config import load_params
-from zero.games.base import text_to_point
-from zero.gtp import GtpEngine, run_gtp, score_text
+from zero.gtp import GtpEngine, run_gtp
+from zero.notation import action_to_vertex, point_to_vertex, score_text, vertex_to_point
 from zero.sgf import game_to_sgf, parse_sgf
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ WALLS = [m for r in range(1, 10) for m in (f"play b D{r}", f"play w G{r}")]
 
 def test_whole_session_with_the_real_engine(params, engine, tmp_path):
     record = tmp_path / "game.sgf"
-    record.write_text(game_to_sgf([text_to_point(v, 9, 9) for v in ["E5", "C3", "G7"]], size=9, komi=5.5))
+    record.write_text(game_to_sgf([vertex_to_point(v, 9, 9) for v in ["E5", "C3", "G7"]], size=9, komi=5.5))
     commands = [
         "1 protocol_version",
         "2 name",
@@ -140,11 +140,11 @@ def test_whole_session_with_the_real_engine(params, engine, tmp_path):
     assert sgf_text[0] == "printsgf" and sgf_text[1].startswith("= (;FF[4]")
     g = parse_sgf(sgf_text[1][2:])
     assert (g.size, g.komi) == (9, 6.5)
-    assert g.moves == [text_to_point(c.split()[-1], 9, 9) for c in WALLS]
+    assert g.moves == [vertex_to_point(c.split()[-1], 9, 9) for c in WALLS]
     expect(f"loadsgf {record}", "= ")
     expect("showboard", lambda s: s.count("X") == 2 and s.count("O") == 1)
     expect(f"loadsgf {record} 2", "= ")
-    expect("printsgf", lambda s: parse_sgf(s[2:]).moves == [text_to_point("E5", 9, 9)] and "KM[5.5]" in s)
+    expect("printsgf", lambda s: parse_sgf(s[2:]).moves == [vertex_to_point("E5", 9, 9)] and "KM[5.5]" in s)
     expect(f"loadsgf {tmp_path / 'missing.sgf'}", lambda s: s.startswith("? cannot load file"))
     expect("genmove b", lambda s: s.startswith("= "))  # loadsgf ... 2 left white to move: a pass goes in first
     expect("99 quit", "=99 ")
@@ -249,7 +249,7 @@ def test_genmove_resign_and_pass():
 def test_playing_out_of_turn_inserts_a_pass_and_undo_removes_it():
     gtp = stand_in(["E5"])
     assert gtp.handle("play w C3") == "= \n\n"
-    assert gtp.position.moves == [81, text_to_point("C3", 9, 9)]
+    assert gtp.position.moves == [81, vertex_to_point("C3", 9, 9)]
     assert gtp.handle("genmove w") == "= E5\n\n"  # white again: black passes first
     assert gtp.position.moves == [81, 56, 81, 40]
     assert gtp.handle("undo") == "= \n\n"
@@ -378,7 +378,7 @@ def test_every_play_is_accepted_past_move_50_on_5x5():
     for i in range(150):
         action = int(rng.choice(rules.legal_actions()))
         colour = "b" if rules.to_play == 1 else "w"
-        vertex = "pass" if action == 25 else gtp._vertex(action)
+        vertex = "pass" if action == 25 else point_to_vertex(action, 5, 5)
         assert gtp.handle(f"play {colour} {vertex}") == "= \n\n", (i, vertex)
         rules = rules.play(action)
     assert (gtp.position.board == rules.board).all()
@@ -405,12 +405,12 @@ def test_genmove_reuses_the_subtree_of_the_moves_played(params):
     gtp = GtpEngine(params, engine)
     mine = gtp.handle("genmove b")[2:].strip()
     tree = engine._search.tree
-    a = text_to_point(mine, 9, 9)
+    a = vertex_to_point(mine, 9, 9)
     node = tree.child[0, 0, a]
     reply = int(tree.N[0, node].argmax())  # white answers with zero's own expected reply
     kept = int(tree.N[0, tree.child[0, node, reply]].sum())
     assert kept > 0
-    assert gtp.handle(f"play w {gtp._vertex(reply)}") == "= \n\n"
+    assert gtp.handle(f"play w {action_to_vertex(reply, 9, 9, 81)}") == "= \n\n"
     before = engine.evaluator.nn_positions
     assert gtp.handle("genmove b").startswith("= ")
     evaluated = engine.evaluator.nn_positions - before

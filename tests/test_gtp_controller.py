@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zero.games.base import point_to_text, text_to_point
+from zero.notation import point_to_vertex, vertex_to_point
 from zero.games.go import GoPosition
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,7 +89,7 @@ def gnugo_board(gnugo: GtpChild) -> np.ndarray:
     board = np.zeros(SIZE * SIZE, np.int8)
     for colour, value in (("black", 1), ("white", -1)):
         for v in gnugo.ok(f"list_stones {colour}").split():
-            board[text_to_point(v, SIZE, SIZE)] = value
+            board[vertex_to_point(v, SIZE, SIZE)] = value
     return board.reshape(SIZE, SIZE)
 
 
@@ -108,7 +108,7 @@ def play_game(zero: GtpChild, gnugo: GtpChild, zero_colour: int) -> tuple[GoPosi
         reply = mover.ok(f"genmove {name}").lower()
         if reply == "resign":
             return rules, f"{name} resigned"
-        action = SIZE * SIZE if reply == "pass" else text_to_point(reply, SIZE, SIZE)
+        action = SIZE * SIZE if reply == "pass" else vertex_to_point(reply, SIZE, SIZE)
         rules = rules.play(action)  # IllegalMove if the engine broke zero's rules
         other.ok(f"play {name} {reply}")
         expected = rules.board
@@ -131,7 +131,7 @@ def test_whole_game_against_gnugo_keeps_the_boards_identical(zero_colour, seed, 
         assert ending in ("two passes", "b resigned", "w resigned"), f"{ending} after {len(final.moves)} moves"
         assert len(final.moves) > 10
         assert zero.ok("final_score") == final.result_text()  # Tromp-Taylor, the board as it stands
-        moves = [point_to_text(a, SIZE, SIZE) if a < SIZE * SIZE else "pass" for a in final.moves]
+        moves = [point_to_vertex(a, SIZE, SIZE) if a < SIZE * SIZE else "pass" for a in final.moves]
         assert zero.ok("printsgf").startswith("(;FF[4]"), moves
     finally:
         zero.close()

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from zero.games.base import text_to_point
+from zero.notation import vertex_to_point
 from zero.sgf import SgfError, game_to_sgf, parse_sgf
 
 DATA = Path(__file__).parent / "data"
 
 
 def go_moves(texts: list[str], size: int = 9) -> list[int]:
-    return [size * size if t == "pass" else text_to_point(t, size, size) for t in texts]
+    return [size * size if t == "pass" else vertex_to_point(t, size, size) for t in texts]
 
 
 GOLDEN_MOVES = ["E5", "C3", "G7", "pass", "C7", "G3", "pass", "pass"]

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from zero.config import (MAX_CONCURRENT, MAX_GAMES, MAX_SEED, MAX_TREE_BYTES, MAX_VISITS, ConfigError,
                          load_params, tree_bytes)
+from zero.notation import NotationError, parse_colour
 
 
 class UsageError(ValueError):
@@ -69,10 +70,12 @@ def _seconds(text: str) -> float:
     return x
 
 
-def _colour(text: str) -> str:
-    if text.strip().lower() not in ("b", "black", "w", "white"):
-        raise argparse.ArgumentTypeError(f"must be black or white, got {text!r}")
-    return text.strip().lower()
+def _colour(text: str) -> int:
+    """argparse type: +1 for black, -1 for white (b, black, w, white in any case)."""
+    try:
+        return parse_colour(text)
+    except NotationError:
+        raise argparse.ArgumentTypeError(f"must be black or white, got {text!r}") from None
 
 
 def _check_model(params, game, path: str) -> None:
@@ -233,8 +236,7 @@ def cmd_play(args) -> int:
     model = _model_or_shipped(params, args.model)
     if model is not None:
         _check_model(params, make_game(params.game), model)
-    color = 1 if args.color.startswith("b") else -1
-    return run_play(params, model, args.visits, color, sys.stdin, sys.stdout) or 0
+    return run_play(params, model, args.visits, args.color, sys.stdin, sys.stdout) or 0
 
 
 def cmd_ladder(args) -> int:

@@ -51,7 +51,8 @@ from pathlib import Path
 from typing import Callable, Iterator, TextIO
 
 from zero import __version__
-from zero.games.base import IllegalMove, point_to_text, text_to_point
+from zero.games.base import IllegalMove
+from zero.notation import NotationError, parse_colour
 from zero.sgf import SgfError, game_to_sgf, parse_sgf
 
 MIN_SIZE, MAX_SIZE = 5, 19
@@ -64,22 +65,12 @@ class GtpError(Exception):
     """A command that cannot be carried out; the message is the `?` response text."""
 
 
-def score_text(score: float) -> str:
-    """Black-minus-white score as GTP/SGF result text: `B+3.5`, `W+0.5`, `0`."""
-    if score > 0:
-        return f"B+{score:g}"
-    if score < 0:
-        return f"W+{-score:g}"
-    return "0"
-
-
-def _parse_colour(text: str) -> int:
-    t = text.lower()
-    if t in ("b", "black"):
-        return 1
-    if t in ("w", "white"):
-        return -1
-    raise GtpError(f"invalid color {text!r} (expected b, w, black or white)")
+def _colour(text: str) -> int:
+    """A GTP colour argument as +1/-1, else GtpError naming it."""
+    try:
+        return parse_colour(text)
+    except NotationError:
+        raise GtpError(f"invalid color {text!r} (expected b, w, black or white)") from None
 
 
 def _seconds(text: str, what: str) -> float:
@@ -226,7 +217,7 @@ class GtpEngine:
             "kgs-genmove_cleanup": lambda a: self.cmd_genmove(a, cleanup=True),
             "undo": self.cmd_undo,
             "showboard": lambda a: self._no_args(a, "\n" + self._board_text()),
-            "final_score": lambda a: self._no_args(a, score_text(self.position.score())),
+            "final_score": lambda a: self._no_args(a, self.position.result_text()),
             "final_status_list": self.cmd_final_status_list,
             "loadsgf": self.cmd_loadsgf,
             "printsgf": self.cmd_printsgf,
@@ -255,11 +246,6 @@ class GtpEngine:
         for a in moves:
             positions.append(positions[-1].play(a))
         self.positions, self.inserted = positions, list(inserted)
-
-    def _vertex(self, action: int) -> str:
-        if action == self.size * self.size:
-            return "pass"
-        return point_to_text(action, self.size, self.size)
 
     def _board_text(self) -> str:
         lines = [line for line in self.position.render().splitlines() if line.strip()]
@@ -333,18 +319,13 @@ class GtpEngine:
         self._replay(list(self.position.moves), self.inserted)
         return ""
 
-    def _parse_vertex(self, text: str) -> int:
-        if text.lower() == "pass":
-            return self.size * self.size
-        try:
-            return text_to_point(text, self.size, self.size)
-        except ValueError as e:
-            raise GtpError(f"invalid vertex: {e}") from None
-
     def cmd_play(self, args: list[str]) -> str:
         self._nargs(args, 2, usage="play COLOR VERTEX")
-        colour = _parse_colour(args[0])
-        action = self._parse_vertex(args[1])
+        colour = _colour(args[0])
+        try:
+            action = self.position.game.text_to_action(args[1])
+        except ValueError as e:
+            raise GtpError(f"invalid vertex: {e}") from None
         extra, flags = self._turn_to(colour)
         before = extra[-1] if extra else self.position
         try:
@@ -359,7 +340,7 @@ class GtpEngine:
         """genmove, reg_genmove (commit=False) and kgs-genmove_cleanup (cleanup=True)."""
         self._nargs(args, 1, usage="kgs-genmove_cleanup COLOR" if cleanup else "genmove COLOR")
         start = time.monotonic()
-        colour = _parse_colour(args[0])
+        colour = _colour(args[0])
         extra, flags = self._turn_to(colour)
         position = extra[-1] if extra else self.position
         seconds = self._budget(colour, position)
@@ -379,7 +360,7 @@ class GtpEngine:
         if commit:
             self.positions += extra + [after]
             self.inserted += flags + [False]
-        return self._vertex(action)
+        return position.game.action_to_text(action)
 
     def cmd_undo(self, args: list[str]) -> str:
         self._no_args(args, "")
@@ -409,7 +390,7 @@ class GtpEngine:
             return ""
         stones = [int(p) for p in self.position.board.reshape(-1).nonzero()[0]]
         dead = self._dead_stones()
-        return " ".join(self._vertex(p) for p in stones if (p in dead) == (status == "dead"))
+        return " ".join(self.position.game.action_to_text(p) for p in stones if (p in dead) == (status == "dead"))
 
     def cmd_loadsgf(self, args: list[str]) -> str:
         self._nargs(args, 1, 2, usage="loadsgf FILE [MOVE_NUMBER]")
@@ -448,7 +429,7 @@ class GtpEngine:
 
     def sgf(self) -> str:
         """The game so far as SGF (with its Tromp-Taylor result when it ends in two passes)."""
-        result = score_text(self.position.score()) if self._ended_by_passes() else None
+        result = self.position.result_text() if self._ended_by_passes() else None
         return game_to_sgf(
             list(self.position.moves), game="go", size=self.size, komi=self.komi,
             result=result, black=None, white=None,
@@ -480,7 +461,7 @@ class GtpEngine:
 
     def cmd_time_left(self, args: list[str]) -> str:
         self._nargs(args, 3, usage="time_left COLOR TIME STONES")
-        colour = _parse_colour(args[0])
+        colour = _colour(args[0])
         self.time_left[colour] = (_seconds(args[1], "time left"), _count(args[2], "stones left"))
         return ""
 
@@ -536,7 +517,7 @@ class GtpEngine:
         colour = self.position.to_play
         if args:
             try:
-                colour = _parse_colour(args[0])
+                colour = _colour(args[0])
                 args.pop(0)
             except GtpError:
                 pass
@@ -582,8 +563,9 @@ class GtpEngine:
     def _info_line(self, position) -> str:
         parts = []
         for order, m in enumerate(self.engine.candidates(position)):
-            pv = " ".join(self._vertex(a) for a in m.pv)
-            parts.append(f"info move {self._vertex(m.action)} visits {m.visits} "
+            vertex = position.game.action_to_text
+            pv = " ".join(vertex(a) for a in m.pv)
+            parts.append(f"info move {vertex(m.action)} visits {m.visits} "
                          f"winrate {round(m.winrate * 10000)} prior {round(m.prior * 10000)} "
                          f"lcb {round(m.lcb * 10000)} order {order} pv {pv}")
         return " ".join(parts)

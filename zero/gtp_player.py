@@ -12,7 +12,8 @@ import subprocess
 
 import numpy as np
 
-from zero.games.base import Game, point_to_text, text_to_point
+from zero.games.base import Game
+from zero.notation import colour_letter
 
 
 class GtpEngineError(RuntimeError):
@@ -86,28 +87,25 @@ class GtpPlayer:
         self.procs[slot].send("clear_board")
         self._own[slot] = None
 
-    def _vertex(self, action: int) -> str:
-        return "pass" if action == self.game.pass_action else point_to_text(action, self.game.height, self.game.width)
-
     def observe(self, slot: int, action: int) -> None:
         if self._own[slot] == action:
             self._own[slot] = None
             return
-        colour = "b" if self.game.to_play(self.batch, slot) == -1 else "w"  # the side that just moved
-        self.procs[slot].send(f"play {colour} {self._vertex(action)}")
+        colour = colour_letter(-self.game.to_play(self.batch, slot)).lower()  # the side that just moved
+        self.procs[slot].send(f"play {colour} {self.game.action_to_text(action)}")
 
     def choose(self, slots: np.ndarray, sample: np.ndarray, rngs: list) -> tuple[np.ndarray, np.ndarray]:
         """The engine's moves; a resignation comes back as a resign statistic of -inf."""
         actions = np.zeros(len(slots), np.int64)
         stats = np.zeros(len(slots), np.float32)
         for i, slot in enumerate(slots):
-            colour = "b" if self.game.to_play(self.batch, int(slot)) == 1 else "w"
+            colour = colour_letter(self.game.to_play(self.batch, int(slot))).lower()
             reply = self.procs[slot].send(f"genmove {colour}").lower()
             if reply == "resign":
                 stats[i] = -np.inf
                 actions[i] = self.game.pass_action
                 continue
-            action = self.game.pass_action if reply == "pass" else text_to_point(reply, self.game.height, self.game.width)
+            action = self.game.text_to_action(reply)
             if not self.game.legal_mask(self.batch, int(slot))[action]:
                 raise GtpEngineError(f"GTP engine {self.command!r} played an illegal move {reply!r} "
                                      f"under zero's rules (positional superko, no suicide)")

@@ -11,22 +11,22 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from zero.games.base import COLUMNS, IllegalMove, point_to_text, text_to_point
+from zero.games.base import IllegalMove
+from zero.notation import COLUMNS, NotationError, colour_name, parse_colour, result_text, score_text
 
 HELP = "Type a vertex such as D4, or pass, undo, resign, quit, help."
 _STONE = {1: "X", -1: "O", 0: "."}
-_NAME = {1: "Black", -1: "White"}
+_NAME = {c: colour_name(c).capitalize() for c in (1, -1)}
 
 
 def _colour(value) -> int:
+    """The person's colour from +1/-1 or text (`black`, `b`, `x`...); ValueError naming it."""
     if value in (1, -1):
         return int(value)
-    text = str(value).strip().lower()
-    if text in ("b", "black", "x"):
-        return 1
-    if text in ("w", "white", "o"):
-        return -1
-    raise ValueError(f"colour must be black or white, got {value!r}")
+    try:
+        return parse_colour(str(value), marks=True)
+    except NotationError:
+        raise ValueError(f"colour must be black or white, got {value!r}") from None
 
 
 class _Screen:
@@ -87,12 +87,6 @@ def _start(game):
     return GomokuPosition.initial(height=game.height, width=game.width, k=game.k)
 
 
-def _text(action: int, game) -> str:
-    if game.name == "go" and action == game.height * game.width:
-        return "pass"
-    return point_to_text(action, game.height, game.width)
-
-
 def _last_point(position, game) -> int | None:
     moves = list(position.moves)
     if not moves or moves[-1] >= game.height * game.width:
@@ -103,13 +97,11 @@ def _last_point(position, game) -> int | None:
 def _result(position, game) -> str:
     """The end of a finished game in words, with its SGF-style result."""
     if game.name == "go":
-        s = position.score()
-        text = "0" if s == 0 else f"{'B' if s > 0 else 'W'}+{abs(s):g}"
-        return f"Final score (Tromp-Taylor, komi {position.komi:g}): {text}"
+        return f"Final score (Tromp-Taylor, komi {position.komi:g}): {score_text(position.score())}"
     winner = position.winner
     if not winner:
-        return "The board is full: a draw (0)"
-    return f"{_NAME[winner]} wins with {game.k} in a row ({'B' if winner == 1 else 'W'}+)"
+        return f"The board is full: a draw ({result_text(0)})"
+    return f"{_NAME[winner]} wins with {game.k} in a row ({result_text(winner)})"
 
 
 def run_play(params, model: str | None, visits: int | None, human_color, stdin: TextIO, stdout: TextIO,
@@ -135,7 +127,6 @@ def run_play(params, model: str | None, visits: int | None, human_color, stdin: 
     game = engine.game
     screen = _Screen(stdout)
     history = [_start(game)]
-    n = game.height * game.width
 
     screen.say(f"zero: {game.name} on {game.height}x{game.width}; you are {_NAME[human]} ({_STONE[human]}).")
     if game.name == "go":
@@ -149,10 +140,10 @@ def run_play(params, model: str | None, visits: int | None, human_color, stdin: 
         if position.to_play != human:
             action = engine.genmove(position)
             if action is None:
-                screen.say(f"zero ({_NAME[-human]}) resigns. You win: {'B' if human == 1 else 'W'}+R")
+                screen.say(f"zero ({_NAME[-human]}) resigns. You win: {result_text(human, resigned=True)}")
                 return 0
             history.append(position.play(action))
-            move = "passes" if action == n and game.name == "go" else f"plays {_text(action, game)}"
+            move = "passes" if action == game.pass_action else f"plays {game.action_to_text(action)}"
             screen.say(f"zero ({_NAME[-human]}) {move}")
             show = True
             continue
@@ -177,7 +168,7 @@ def run_play(params, model: str | None, visits: int | None, human_color, stdin: 
             screen.say(HELP)
             continue
         if command == "resign":
-            screen.say(f"You resign. zero wins: {'B' if human == -1 else 'W'}+R")
+            screen.say(f"You resign. zero wins: {result_text(-human, resigned=True)}")
             return 0
         if command == "undo":
             played = len(history) - 1
@@ -186,26 +177,26 @@ def run_play(params, model: str | None, visits: int | None, human_color, stdin: 
                 screen.say("Nothing to undo: you have not moved yet.")
                 continue
             del history[mine[-1] + 1 :]  # back to just before your last move
-            screen.say(f"Took back your last move ({_text(position.moves[mine[-1]], game)}) and zero's reply.")
+            screen.say(f"Took back your last move ({game.action_to_text(position.moves[mine[-1]])}) and zero's reply.")
             show = True
             continue
         if command == "pass":
             if game.name != "go":
                 screen.say("Gomoku has no pass. " + HELP)
                 continue
-            action = n
+            action = game.pass_action
         else:
             try:
-                action = text_to_point(word, game.height, game.width)
+                action = game.text_to_action(word)
             except ValueError as e:
                 screen.say(f"Not a move: {e}. {HELP}")
                 continue
         try:
             history.append(position.play(action))
         except IllegalMove as e:
-            screen.say(f"Illegal move {_text(action, game)}: {e.reason}. Try again.")
+            screen.say(f"Illegal move {game.action_to_text(action)}: {e.reason}. Try again.")
             continue
-        screen.say(f"You ({_NAME[human]}) {'pass' if command == 'pass' else 'play ' + _text(action, game)}")
+        screen.say(f"You ({_NAME[human]}) {'pass' if command == 'pass' else 'play ' + game.action_to_text(action)}")
 
     final = history[-1]
     screen.say()

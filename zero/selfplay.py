@@ -22,6 +22,7 @@ from zero.fileio import atomic_write_text
 from zero.games import Game, make_game
 from zero.mcts import Search
 from zero.network import load_checkpoint, pick_device, set_threads
+from zero.notation import result_text
 from zero.shards import SHARD_FORMAT, Shard, pack_planes, shard_summary, write_shard
 
 
@@ -43,14 +44,7 @@ class GameRecord:
 
     def result_text(self) -> str:
         """SGF RE value: `B+R`, `W+3.5`, `0`, `B+` (Gomoku)."""
-        if self.result == 0:
-            return "0"
-        winner = "B" if self.result > 0 else "W"
-        if self.resigned:
-            return f"{winner}+R"
-        if self.score:
-            return f"{winner}+{abs(self.score):g}"
-        return f"{winner}+"
+        return result_text(self.result, self.score, self.resigned)
 
 
 def game_seed(seed: int, index: int) -> int:

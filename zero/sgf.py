@@ -3,7 +3,8 @@
 Moves are actions in zero's layout: row-major `row * width + col` with row 0
 at the top, and for Go `height * width` is pass. SGF points are column letter
 then row letter with row `a` at the top, so the two layouts agree and no
-flipping is needed. Points use `a`..`z` then `A`..`Z` (boards up to 52).
+flipping is needed. Points use `a`..`z` then `A`..`Z` (boards up to 52); `zero.notation`
+writes and reads them.
 
 Only what zero needs is read: the root's game, board, komi, result and players,
 and the moves of the first variation. Setup stones (AB/AW/AE), which zero's
@@ -16,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 
 from zero import __version__
+from zero.notation import SGF_LETTERS, NotationError, colour_letter, point_to_sgf, sgf_is_pass, sgf_to_point
 
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 GO_RULES = "Tromp-Taylor"
 GO_RULES_NOTE = "Tromp-Taylor area scoring, positional superko, suicide not allowed"
 _GM = {"go": 1, "gomoku": 4}
@@ -30,11 +31,6 @@ class SgfError(ValueError):
 
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("]", "\\]")
-
-
-def _point(action: int, height: int, width: int) -> str:
-    r, c = divmod(action, width)
-    return _LETTERS[c] + _LETTERS[r]
 
 
 def game_to_sgf(
@@ -69,8 +65,8 @@ def game_to_sgf(
         raise ValueError(f"game must be 'go' or 'gomoku', got {game!r}")
     h = height if height is not None else size
     w = width if width is not None else size
-    if not (1 <= h <= len(_LETTERS) and 1 <= w <= len(_LETTERS)):
-        raise ValueError(f"board {h}x{w} cannot be written in SGF (sides 1..{len(_LETTERS)})")
+    if not (1 <= h <= len(SGF_LETTERS) and 1 <= w <= len(SGF_LETTERS)):
+        raise ValueError(f"board {h}x{w} cannot be written in SGF (sides 1..{len(SGF_LETTERS)})")
     n = h * w
     pass_action = n if game == "go" else -1
 
@@ -98,11 +94,11 @@ def game_to_sgf(
     root = "(;" + "".join(f"{k}[{_escape(v)}]" for k, v in props)
     nodes = []
     for i, a in enumerate(moves):
-        colour = "B" if i % 2 == 0 else "W"
+        colour = colour_letter(1 if i % 2 == 0 else -1)
         if a == pass_action:
             nodes.append(f";{colour}[]")
         elif 0 <= a < n:
-            nodes.append(f";{colour}[{_point(a, h, w)}]")
+            nodes.append(f";{colour}[{point_to_sgf(a, h, w)}]")
         else:
             raise ValueError(f"move {i + 1} is action {a}, not a point or pass on a {h}x{w} {game} board")
     lines = [root]
@@ -257,8 +253,8 @@ def _parse_size(values: list[str]) -> tuple[int, int]:
             w = h = int(text)
     except ValueError:
         raise SgfError(f"SZ[{text}] is not a board size (expected N or columns:rows)") from None
-    if not (1 <= w <= len(_LETTERS) and 1 <= h <= len(_LETTERS)):
-        raise SgfError(f"SZ[{text}] is outside 1..{len(_LETTERS)}")
+    if not (1 <= w <= len(SGF_LETTERS) and 1 <= h <= len(SGF_LETTERS)):
+        raise SgfError(f"SZ[{text}] is outside 1..{len(SGF_LETTERS)}")
     return h, w
 
 
@@ -313,7 +309,7 @@ def parse_sgf(text: str) -> SgfGame:
                 continue
             value = node[colour][0].strip()
             action = _read_move(value, colour, number, height, width, pass_action)
-            want = "B" if len(moves) % 2 == 0 else "W"
+            want = colour_letter(1 if len(moves) % 2 == 0 else -1)
             if colour != want:
                 if pass_action is None:
                     raise SgfError(f"node {number}: {colour} moves twice in a row, which Gomoku has no pass for")
@@ -334,14 +330,11 @@ def parse_sgf(text: str) -> SgfGame:
 
 
 def _read_move(value: str, colour: str, number: int, height: int, width: int, pass_action: int | None) -> int:
-    is_pass = value == "" or (value == "tt" and height <= 19 and width <= 19)
-    if is_pass:
+    if sgf_is_pass(value, height, width):
         if pass_action is None:
             raise SgfError(f"node {number}: {colour}[{value}] is a pass, which Gomoku does not have")
         return pass_action
-    if len(value) != 2 or value[0] not in _LETTERS or value[1] not in _LETTERS:
-        raise SgfError(f"node {number}: {colour}[{value}] is not an SGF point (two letters)")
-    c, r = _LETTERS.index(value[0]), _LETTERS.index(value[1])
-    if c >= width or r >= height:
-        raise SgfError(f"node {number}: {colour}[{value}] is off the {height}x{width} board")
-    return r * width + c
+    try:
+        return sgf_to_point(value, height, width)
+    except NotationError as e:
+        raise SgfError(f"node {number}: {colour}[{value}] {e.reason}") from None

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from zero.notation import action_to_vertex, vertex_to_action
+
 
 class IllegalMove(ValueError):
     """A move that the rules do not allow; carries the move and the board."""
@@ -121,13 +123,16 @@ class Game(ABC):
         """[S, A] int: perm[s, a] is where action a goes under symmetry s (identity first; pass fixed)."""
 
     # --- text ----------------------------------------------------------------
-    @abstractmethod
     def action_to_text(self, action: int) -> str:
-        """GTP-style coordinate (`D4`, `pass`); columns skip I."""
+        """GTP vertex (`D4`, `pass` in Go; columns skip I); ValueError for an action that is not on the board."""
+        return action_to_vertex(int(action), self.height, self.width, self._pass_or_none())
 
-    @abstractmethod
     def text_to_action(self, text: str) -> int:
-        """Inverse of action_to_text; ValueError naming the text if it is not a point on this board."""
+        """Inverse of action_to_text; NotationError (a ValueError) naming the text if it is not a move here."""
+        return vertex_to_action(text, self.height, self.width, self._pass_or_none())
+
+    def _pass_or_none(self) -> int | None:
+        return self.pass_action if self.pass_action >= 0 else None
 
     @abstractmethod
     def render(self, batch, i: int) -> str:
@@ -157,27 +162,6 @@ def square_symmetries(height: int, width: int, extra_actions: int = 0) -> np.nda
         p[height * width :] = np.arange(height * width, height * width + extra_actions)
         perms.append(p)
     return np.stack(perms)
-
-
-COLUMNS = "ABCDEFGHJKLMNOPQRSTUVWXYZ"  # GTP skips I
-
-
-def point_to_text(point: int, height: int, width: int) -> str:
-    """Row-major point -> GTP vertex; row 0 is the top row, printed as `height`."""
-    r, c = divmod(point, width)
-    return f"{COLUMNS[c]}{height - r}"
-
-
-def text_to_point(text: str, height: int, width: int) -> int:
-    """GTP vertex (`D4`, case-insensitive) -> row-major point; ValueError naming the text."""
-    t = text.strip().upper()
-    if len(t) < 2 or t[0] not in COLUMNS or not t[1:].isdigit():
-        raise ValueError(f"{text!r} is not a board vertex")
-    c = COLUMNS.index(t[0])
-    row_num = int(t[1:])
-    if c >= width or not 1 <= row_num <= height:
-        raise ValueError(f"{text!r} is off the {height}x{width} board")
-    return (height - row_num) * width + c
 
 
 class Position:

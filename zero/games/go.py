@@ -20,16 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from zero.games import go_kernels as K
-from zero.games.base import (
-    Game,
-    IllegalMove,
-    LeafInputs,
-    Position,
-    point_to_text,
-    square_symmetries,
-    text_to_point,
-    COLUMNS,
-)
+from zero.games.base import Game, IllegalMove, LeafInputs, Position, square_symmetries
+from zero.notation import COLUMNS, colour_name, score_text
 
 BLACK, WHITE, EMPTY = 1, -1, 0
 STONE_TEXT = {BLACK: "X", WHITE: "O", EMPTY: "."}
@@ -168,23 +160,13 @@ class GoGame(Game):
         return self._symmetries
 
     # --- text --------------------------------------------------------------------
-    def action_to_text(self, action: int) -> str:
-        if action == self.pass_action:
-            return "pass"
-        return point_to_text(int(action), self.size, self.size)
-
-    def text_to_action(self, text: str) -> int:
-        if text.strip().lower() == "pass":
-            return self.pass_action
-        return text_to_point(text, self.size, self.size)
-
     def render(self, batch: GoBatch, i: int) -> str:
         return render_board(self.board(batch, i))
 
     # --- benchmark -----------------------------------------------------------------
     def random_moves_per_second(self, seconds: float = 2.0, games: int = 64, seed: int = 0) -> dict:
         """Speed of uniformly random legal play on `games` slots, single-threaded (JIT warmed first)."""
-        batch, rng = self.new_batch(games), K.rng_state(seed)
+        batch, rng = self.new_batch(games), K.rng_state(0)
         K.random_games(*batch.arrays(), 100, self.max_moves, rng, self._zobrist, self._nbrs, self._diags)
         chunk = 10_000
         moves, start = 0, time.perf_counter()
@@ -315,11 +297,8 @@ class GoPosition(Position):
 
     def result_text(self) -> str:
         """GTP/SGF result: "B+3.5", "W+0.5", or "0" for a tie."""
-        s = self.score()
-        if s == 0:
-            return "0"
-        return f"{'B' if s > 0 else 'W'}+{abs(s):g}"
+        return score_text(self.score())
 
     def __repr__(self) -> str:
-        side = "black" if self.to_play == BLACK else "white"
+        side = colour_name(self.to_play)
         return f"GoPosition(size={self.size}, komi={self.komi}, {side} to play)\n{self.render()}"

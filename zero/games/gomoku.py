@@ -15,16 +15,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from zero.games.base import (
-    COLUMNS,
-    Game,
-    IllegalMove,
-    LeafInputs,
-    Position,
-    point_to_text,
-    square_symmetries,
-    text_to_point,
-)
+from zero.games.base import Game, IllegalMove, LeafInputs, Position, square_symmetries
+from zero.notation import COLUMNS
 
 BLACK, WHITE, EMPTY = 1, -1, 0
 _STONES = {BLACK: "X", WHITE: "O", EMPTY: "."}
@@ -321,14 +313,6 @@ class GomokuGame(Game):
         return self._symmetries
 
     # --- text ----------------------------------------------------------------
-    def action_to_text(self, action: int) -> str:
-        if not 0 <= action < self.num_actions:
-            raise ValueError(f"action {action} is not a point on the {self.height}x{self.width} board")
-        return point_to_text(int(action), self.height, self.width)
-
-    def text_to_action(self, text: str) -> int:
-        return text_to_point(text, self.height, self.width)
-
     def render(self, batch: GomokuBatch, i: int) -> str:
         return _render(batch.board[i], self.height, self.width)
 
