@@ -34,6 +34,7 @@ from zero.mcts import Search
 from zero.network import CheckpointError, init_network, load_checkpoint, pick_device
 
 LCB_Z = 1.96  # the lower confidence bound of a move's winrate is a 95% Wilson bound
+PV_MOVES = 40  # longest principal variation reported for a move
 
 
 @dataclass
@@ -179,14 +180,14 @@ class Engine:
         return found
 
     # --- the end of a Go game ------------------------------------------------------
-    def ownership(self, position, playouts: int | None = None) -> np.ndarray:
+    def ownership(self, position) -> np.ndarray:
         """[N*N] float32 in [-1, 1]: the mean Tromp-Taylor owner of each point after random playouts.
 
         +1 is black, -1 white; the playouts start from `position` with its side
         to move, check positional superko against the whole game, never fill
         a one-point eye of the mover's own, and end at two passes.
         """
-        playouts = playouts or self.playouts
+        playouts = self.playouts
         size = position.size
         nbrs, diags, zobrist = _tables(size)
         length = int(position.batch.length[0])
@@ -260,10 +261,10 @@ def _wilson_lower(p: float, n: int, z: float = LCB_Z) -> float:
     return max(0.0, (centre - spread) / (1 + z2 / n))
 
 
-def _principal_variation(tree, action: int, limit: int = 40) -> list[int]:
+def _principal_variation(tree, action: int) -> list[int]:
     pv = [action]
     node = int(tree.child[0, 0, action])
-    while node >= 0 and len(pv) < limit:
+    while node >= 0 and len(pv) < PV_MOVES:
         n = tree.N[0, node]
         if n.max() <= 0:
             break

@@ -95,8 +95,8 @@ def _count(text: str, what: str) -> int:
     return int(value)
 
 
-def read_sgf_file(path: str, limit: int = MAX_SGF_BYTES) -> str:
-    """The text of a regular file of at most `limit` bytes; GtpError for a FIFO, a device, or more.
+def read_sgf_file(path: str) -> str:
+    """The text of a regular file of at most MAX_SGF_BYTES; GtpError for a FIFO, a device, or more.
 
     Opened without blocking, so a FIFO with no writer cannot hang the engine,
     and checked on the open descriptor, so what is read is what was checked.
@@ -109,16 +109,16 @@ def read_sgf_file(path: str, limit: int = MAX_SGF_BYTES) -> str:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise GtpError(f"cannot load file {path}: not a regular file")
-        if info.st_size > limit:
-            raise GtpError(f"cannot load file {path}: larger than {limit} bytes")
+        if info.st_size > MAX_SGF_BYTES:
+            raise GtpError(f"cannot load file {path}: larger than {MAX_SGF_BYTES} bytes")
         chunks, total = [], 0
         while True:
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 break
             total += len(chunk)
-            if total > limit:  # it grew while being read
-                raise GtpError(f"cannot load file {path}: larger than {limit} bytes")
+            if total > MAX_SGF_BYTES:  # it grew while being read
+                raise GtpError(f"cannot load file {path}: larger than {MAX_SGF_BYTES} bytes")
             chunks.append(chunk)
     except OSError as e:
         raise GtpError(f"cannot load file {path}: {e.strerror}") from None

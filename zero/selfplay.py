@@ -62,7 +62,7 @@ def choose_moves(policy: np.ndarray, sample: np.ndarray, rngs: list) -> np.ndarr
 
 
 def play_games(game: Game, evaluator, params, num_games: int, seed: int,
-               visits: int | None = None, progress=None, deadline: float | None = None) -> list[GameRecord]:
+               progress=None, deadline: float | None = None) -> list[GameRecord]:
     """Play `num_games` self-play games, `params.selfplay.concurrent_games` at a time.
 
     With a deadline (a time.perf_counter() value), stops after the move in
@@ -71,7 +71,7 @@ def play_games(game: Game, evaluator, params, num_games: int, seed: int,
     sp, mc = params.selfplay, params.mcts
     slots_n = min(sp.concurrent_games, num_games)
     batch = game.new_batch(slots_n)
-    search = Search(game, evaluator, slots_n, visits or sp.visits, mc.c_puct, mc.fpu_reduction)
+    search = Search(game, evaluator, slots_n, sp.visits, mc.c_puct, mc.fpu_reduction)
     records: list[GameRecord] = []
     slot_record: list[GameRecord | None] = [None] * slots_n
     rngs: list[np.random.Generator | None] = [None] * slots_n

@@ -50,10 +50,10 @@ class Shard:
     def plane_shape(self) -> tuple[int, int, int]:
         return tuple(self.header["plane_shape"])
 
-    def unpacked_planes(self, index: np.ndarray | slice = slice(None)) -> np.ndarray:
-        """[n, C, H, W] float32 planes of the positions at `index`."""
+    def unpacked_planes(self) -> np.ndarray:
+        """[n, C, H, W] float32 planes of all the shard's positions."""
         c, h, w = self.plane_shape
-        bits = np.unpackbits(self.planes[index], axis=1, count=c * h * w)
+        bits = np.unpackbits(self.planes, axis=1, count=c * h * w)
         return bits.reshape(-1, c, h, w).astype(np.float32)
 
 

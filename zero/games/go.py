@@ -164,7 +164,7 @@ class GoGame(Game):
         return render_board(self.board(batch, i))
 
     # --- benchmark -----------------------------------------------------------------
-    def random_moves_per_second(self, seconds: float = 2.0, games: int = 64, seed: int = 0) -> dict:
+    def random_moves_per_second(self, seconds: float = 2.0, games: int = 64) -> dict:
         """Speed of uniformly random legal play on `games` slots, single-threaded (JIT warmed first)."""
         batch, rng = self.new_batch(games), K.rng_state(0)
         K.random_games(*batch.arrays(), 100, self.max_moves, rng, self._zobrist, self._nbrs, self._diags)

@@ -24,6 +24,7 @@ import numpy as np
 LEGAL, OCCUPIED, SUICIDE, SUPERKO = 0, 1, 2, 3
 REASONS = {OCCUPIED: "occupied", SUICIDE: "suicide", SUPERKO: "superko"}
 HISTORY_PLANES = 8  # boards of history per colour in the network input (paper: 8)
+ZOBRIST_SEED = 20171019  # fixed, so a position's hash is the same in every process
 
 
 def neighbour_tables(size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -46,9 +47,9 @@ def neighbour_tables(size: int) -> tuple[np.ndarray, np.ndarray]:
     return nbrs, diags
 
 
-def zobrist_table(size: int, seed: int = 20171019) -> np.ndarray:
+def zobrist_table(size: int) -> np.ndarray:
     """uint64 [2, N*N] random keys (black row 0, white row 1) from a fixed seed."""
-    rng = np.random.default_rng(seed + size)
+    rng = np.random.default_rng(ZOBRIST_SEED + size)
     return rng.integers(1, np.iinfo(np.uint64).max, size=(2, size * size), dtype=np.uint64, endpoint=True)
 
 
