@@ -79,14 +79,14 @@ serve: install
 	$(BIN)/python -m flows.serve serve
 
 where: install
-	@$(BIN)/python -m flows.serve where --params $(PARAMS)
+	@$(BIN)/python -m flows.serve where --params $(PARAMS) --mlflow-port $(MLFLOW_PORT)
 
 # One generation through the served deployment; waits for it and prints where to look.
 run: check up
 	@echo "prefect deployment run zero-generation/local --param params_file=$(PARAMS) --watch"
 	@$(BIN)/prefect deployment run zero-generation/local --param params_file=$(PARAMS) --watch \
 		--watch-interval 10; status=$$?; \
-	$(BIN)/python -m flows.serve where --params $(PARAMS); \
+	$(BIN)/python -m flows.serve where --params $(PARAMS) --mlflow-port $(MLFLOW_PORT); \
 	if [ $$status -ne 0 ]; then echo "the flow run failed: its log is in the Prefect UI and .prefect/serve.log"; fi; \
 	exit $$status
 

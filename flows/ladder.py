@@ -26,6 +26,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 
 from flows.layout import LineError, Workspace, derive_seed, write_json
+from flows.progress import StepProgress
 from flows.stages import file_sha256, share_cores
 
 FLOW_NAME = "zero-ladder"
@@ -122,9 +123,10 @@ def ladder_match_task(params_json: str, a: str, b: str, a_name: str, b_name: str
     lad = params.ladder
     started = time.time()
     log = get_run_logger()
-    log.info("ladder: %s against %s, %d games (%s)", a_name, b_name, games, label)
-    rec = play_pairing(params, a, b, games, seed, lad.visits, out_dir, a_name, b_name, label,
-                       lad.concurrent_games, lad.opening_moves, lad.gnugo)
+    with StepProgress(f"ladder: {a_name} against {b_name} ({label})", games,
+                      key=f"ladder-{a_name}-{b_name}-{label}") as report:
+        rec = play_pairing(params, a, b, games, seed, lad.visits, out_dir, a_name, b_name, label,
+                           lad.concurrent_games, lad.opening_moves, lad.gnugo, progress=report)
     log.info("ladder: %s against %s: %d-%d-%d in %.0f s", a_name, b_name, rec["wins"], rec["losses"], rec["draws"],
              time.time() - started)
     return rec

@@ -60,6 +60,17 @@ def derive_seed(base: int, generation: int, stage: str, index: int = 0) -> int:
     return int(ss.generate_state(1, np.uint32)[0]) & 0x7FFFFFFF
 
 
+def generation_seeds(params, g: int) -> dict:
+    """Every seed of generation g: {"run_seed", "selfplay": [one per shard], "train", "gate": [one per part]}."""
+    s, p = params.pipeline.seed, params.pipeline
+    return {
+        "run_seed": s,
+        "selfplay": [derive_seed(s, g, "selfplay", k) for k in range(p.selfplay_shards)],
+        "train": derive_seed(s, g, "train"),
+        "gate": [derive_seed(s, g, "gate", j) for j in range(p.gate_shards)],
+    }
+
+
 def gen_name(g: int) -> str:
     return f"g{g:04d}"
 
@@ -195,6 +206,38 @@ class Workspace:
                 return
             data["generations"][gen.key] = entry
         self._write_generations(data)
+
+    def start(self, gen: Generation, params) -> None:
+        """Check generation `gen` may start, write its params snapshot and list it (and g0) in generations.yaml.
+
+        A generation's snapshot is written once: resuming it with other params is refused.
+        """
+        from zero.config import load_params
+
+        listed = self.generations(gen.tag)
+        last = max(listed) if listed else 0
+        if gen.g > last + 1 or (gen.g > 1 and not gen.prev.finished()):
+            raise LineError(
+                f"generation {gen.g} of {gen.tag} cannot start: generation {gen.g - 1} has not finished "
+                f"(listed: {listed or 'none'})"
+            )
+        snapshot = yaml.safe_dump(params.model_dump(mode="json"), sort_keys=True)
+        for target in ([self.generation(gen.tag, 0)] if gen.g == 1 else []) + [gen]:
+            path = target.params_file
+            if path.is_file():
+                before = load_params(path)
+                if target.g > 0 and before.digest() != params.digest():
+                    raise LineError(
+                        f"generation {target.g} of {gen.tag} was started with other params (hash "
+                        f"{before.digest()[:12]}, see {path}); resume it with the same params, or delete "
+                        f"{target.rel} to start it over"
+                    )
+                continue
+            header = f"# Effective params of {target.key} (params file + overrides), written by zero-generation.\n"
+            atomic_write_text(path, header + snapshot)
+        if gen.g == 1:
+            self.register(self.generation(gen.tag, 0))
+        self.register(gen)
 
     def next_generation(self, tag: str) -> int:
         """The generation a run without an explicit number works on.

@@ -98,8 +98,9 @@ def cmd_retry(args) -> int:
 
 
 def cmd_where(args) -> int:
+    """Print where to look. Reads the tracking database only: it creates no experiment and no database."""
     apply_env(args.root, args.port)
-    from flows.tracking import champion_uri
+    from flows.tracking import champion_uri, model_name
     from zero.config import ConfigError, load_params
 
     services = Services(args.root, args.port)
@@ -108,13 +109,16 @@ def cmd_where(args) -> int:
         tag = load_params(root / args.params).game.tag
     except ConfigError:
         tag = "go-9"
+    mlflow_ui = f"http://127.0.0.1:{args.mlflow_port}"
+    experiment, champion = _read_line(root, tag)
     lines = [
         "",
         "Where to look:",
         f"  Prefect UI      {services.ui_url}   (flow runs, task runs, logs; `make down` stops it)",
-        f"  MLflow          make mlflow-ui  ->  http://127.0.0.1:5000   (experiment zero-{tag}: runs, metrics,"
-        f" registry; store {os.environ['MLFLOW_TRACKING_URI']})",
-        f"  champion        {champion_uri(tag)}" + _champion_line(root, tag),
+        f"  MLflow          make mlflow-ui  ->  {_runs_page(mlflow_ui, experiment)}",
+        f"                  (experiment {model_name(tag)}: one run per generation, its loss curves and gate in"
+        f" plots/; Models -> {model_name(tag)}: the registry; store {os.environ['MLFLOW_TRACKING_URI']})",
+        f"  champion        {champion_uri(tag)}" + champion,
         f"  generations     gens/{tag}/gNNNN/generation.json, generations.yaml, dvc.lock",
         "  reproduce       make repro   (dvc repro: re-creates the hashes in dvc.lock)",
         f"  next generation make run PARAMS={args.params}   or   prefect deployment run {DEPLOYMENT}"
@@ -125,18 +129,27 @@ def cmd_where(args) -> int:
     return 0
 
 
-def _champion_line(root: Path, tag: str) -> str:
-    if not (root / "mlflow.db").is_file() and "sqlite" in os.environ.get("MLFLOW_TRACKING_URI", "sqlite"):
-        return "  (none yet)"
-    try:
-        from flows.tracking import Tracker
+def _runs_page(mlflow_ui: str, experiment: str | None) -> str:
+    from flows.tracking import runs_url
 
-        v = Tracker(root, tag).champion()
+    if experiment is None:
+        return f"{mlflow_ui}   (no runs yet: the experiment appears with the first generation)"
+    return runs_url(mlflow_ui, experiment)
+
+
+def _read_line(root: Path, tag: str) -> tuple[str | None, str]:
+    """(experiment id or None, the champion's line) from the tracking database, which is only read."""
+    if not (root / "mlflow.db").is_file() and "sqlite" in os.environ.get("MLFLOW_TRACKING_URI", "sqlite"):
+        return None, "  (none yet)"
+    try:
+        from flows.tracking import read_line
+
+        experiment, v = read_line(root, tag)
     except Exception as e:  # where is informational: never fail on it
-        return f"  (registry not readable: {type(e).__name__})"
+        return None, f"  (registry not readable: {type(e).__name__})"
     if v is None:
-        return "  (none yet)"
-    return f"  = version {v.version}, generation {v.tags.get('zero.generation')}, run {v.run_id}"
+        return experiment, "  (none yet)"
+    return experiment, f"  = version {v.version}, generation {v.tags.get('zero.generation')}, run {v.run_id}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("flow_run_id")
     p = sub.add_parser("where")
     p.add_argument("--params", default="params.yaml")
+    p.add_argument("--mlflow-port", type=int, default=int(os.environ.get("MLFLOW_PORT") or 5000),
+                   help="the port `make mlflow-ui` serves on (default MLFLOW_PORT, else 5000)")
     args = ap.parse_args(argv)
     args.root = str(Path(args.root).resolve())
     commands = {"serve": cmd_serve, "up": cmd_up, "down": cmd_down, "check": cmd_check, "retry": cmd_retry,

@@ -29,10 +29,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from flows.layout import Generation, derive_seed, split_counts, write_json
-
-
-
-# Wall-clock figures that must not reach an output file.
+from flows.progress import StepProgress
 
 
 def parse_gen_dir(gen_dir: str | Path, root: str | Path = ".") -> Generation:
@@ -164,7 +161,9 @@ def selfplay_shard(gen: Generation, k: int) -> dict:
     if not (verify_shard(out) and sgf.is_dir()):
         share_cores(params.selfplay.threads, params.pipeline.selfplay_shards)
         tmp_sgf = _fresh_dir(sgf)
-        played = play_shard(params, gen.prev.champion, out, seed, sgf_dir=tmp_sgf)
+        with StepProgress(f"{gen.key} self-play shard {k}", params.selfplay.games_per_shard,
+                          key=f"{gen.key}-selfplay-{k}") as report:
+            played = play_shard(params, gen.prev.champion, out, seed, sgf_dir=tmp_sgf, progress=report)
         _publish_dir(tmp_sgf, sgf)
     stats = shard_stats(out)
     stats.update(shard=k, seed=seed, replayed=played is not None)
@@ -189,8 +188,20 @@ def _fan_out(fn, gen: Generation, n: int, workers: int | None) -> list[dict]:
     import multiprocessing
 
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=exit_with_parent) as pool:
+                             initializer=_stage_worker) as pool:
         return list(pool.map(fn, [gen] * n, range(n)))
+
+
+def _log_to_stderr() -> None:
+    """Progress lines (flows.progress) on stderr, for `python -m flows.stages` under `dvc repro`."""
+    import logging
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+
+
+def _stage_worker() -> None:
+    exit_with_parent()
+    _log_to_stderr()
 
 
 def exit_with_parent(interval: float = 1.0) -> None:
@@ -272,10 +283,18 @@ def train(gen: Generation, on_step=None) -> dict:
     if _checkpoint_ok(gen.candidate):
         return {"seed": seed, "sha256": file_sha256(gen.candidate), "trained": False}
     share_cores(params.train.threads, 1)  # a reused worker process may have been set to fewer threads
-    summary = train_net(
-        params, gen.prev.champion, [str(p) for p in window_paths(gen)], gen.candidate, seed,
-        on_step=on_step, meta={"generation": gen.g},
-    )
+    batch = params.train.batch_size
+    with StepProgress(f"{gen.key} train", params.train.steps, unit="steps", key=f"{gen.key}-train") as report:
+
+        def step(i: int, metrics: dict) -> None:
+            report(i + 1, positions=(i + 1) * batch)
+            if on_step is not None:
+                on_step(i, metrics)
+
+        summary = train_net(
+            params, gen.prev.champion, [str(p) for p in window_paths(gen)], gen.candidate, seed,
+            on_step=step, meta={"generation": gen.g},
+        )
     summary.update(seed=seed, sha256=file_sha256(gen.candidate), trained=True)
     return summary
 
@@ -305,10 +324,11 @@ def gate_part(gen: Generation, j: int) -> dict:
     tmp_sgf = _fresh_dir(sgf)
     # A sequential (early-stopping) gate is only exact when one process sees every game.
     sequential = params.gate.sequential and len(counts) == 1
-    result = play_match(
-        params, str(gen.candidate), str(gen.prev.champion), counts[j], seed, sgf_dir=tmp_sgf,
-        first_index=sum(counts[:j]), sequential=sequential,
-    )
+    with StepProgress(f"{gen.key} gate part {j}", counts[j], key=f"{gen.key}-gate-{j}") as report:
+        result = play_match(
+            params, str(gen.candidate), str(gen.prev.champion), counts[j], seed, sgf_dir=tmp_sgf,
+            first_index=sum(counts[:j]), sequential=sequential, progress=report,
+        )
     _publish_dir(tmp_sgf, sgf)
     part = {"part": j, "seed": seed, "first_index": sum(counts[:j]), "scheduled": counts[j], **result.to_dict()}
     write_json(out, part)
@@ -376,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", default=".", help="workspace root (default: the current directory)")
     ap.add_argument("--workers", type=int, default=None, help="processes for self-play and gate parts")
     args = ap.parse_args(argv)
+    _log_to_stderr()
     try:
         gen = parse_gen_dir(args.gen_dir, args.root)
         out = STAGES[args.stage](gen, args)

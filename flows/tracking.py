@@ -9,6 +9,12 @@ from them, given a registry URI such as `models:/zero-go-9@champion`.
 
 Every generation's candidate becomes a version of the registered model
 `zero-<game tag>`; `promote` is the one function that moves the `champion` alias.
+
+The second half is what a generation records: its facts (params hash, seeds,
+code state, flow run), computed once when it starts and passed along; the
+tags and metrics of its run and model version; the registration of
+generation 0; and the promotion rule (register every candidate, move the alias
+only to one that passed its gate). flows.generation calls these in order.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import json
 import os
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
@@ -31,6 +38,10 @@ from mlflow.exceptions import MlflowException  # noqa: E402
 CHAMPION = "champion"
 MODEL_DIR = "model"
 TAG = "zero."  # prefix of every tag the pipeline sets
+# MLflow 3 opens an experiment without this tag on its GenAI page (traces); these are model-training runs.
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
+# Where the runs table of an experiment is in `mlflow ui` (the UI's "Model training" view).
+RUNS_PAGE = "#/experiments/{experiment_id}/runs?workflowType=machine_learning"
 
 
 class RegistryError(RuntimeError):
@@ -51,6 +62,23 @@ def champion_uri(tag: str) -> str:
     return f"models:/{model_name(tag)}@{CHAMPION}"
 
 
+def runs_url(ui_url: str, experiment_id: str) -> str:
+    """The page of `mlflow ui` (served at ui_url) that lists an experiment's runs."""
+    return ui_url.rstrip("/") + "/" + RUNS_PAGE.format(experiment_id=experiment_id)
+
+
+def read_line(root: str | Path, tag: str) -> tuple[str | None, object | None]:
+    """(experiment id, champion ModelVersion) of a line, each None when absent; creates nothing."""
+    uri = tracking_uri(root)
+    client = MlflowClient(uri, uri)
+    exp = client.get_experiment_by_name(model_name(tag))
+    try:
+        champion = client.get_model_version_by_alias(model_name(tag), CHAMPION)
+    except MlflowException:
+        champion = None
+    return (exp.experiment_id if exp is not None else None), champion
+
+
 class Tracker:
     """The MLflow client of one workspace and game line."""
 
@@ -68,10 +96,14 @@ class Tracker:
         name = self.model
         exp = self.client.get_experiment_by_name(name)
         if exp is not None:
+            for k, v in EXPERIMENT_KIND.items():  # experiments made before the tag was set get it too
+                if exp.tags.get(k) != v:
+                    self.client.set_experiment_tag(exp.experiment_id, k, v)
             return exp.experiment_id
         artifacts = (self.root / "mlartifacts").as_uri()
         try:
-            return self.client.create_experiment(name, artifact_location=artifacts, tags={f"{TAG}game": self.tag})
+            return self.client.create_experiment(name, artifact_location=artifacts,
+                                                 tags={f"{TAG}game": self.tag, **EXPERIMENT_KIND})
         except MlflowException:  # created meanwhile by another process
             return self.client.get_experiment_by_name(name).experiment_id
 
@@ -215,6 +247,219 @@ class StepLogger:
             batch, self.buffer = self.buffer[:1000], self.buffer[1000:]
             self.client.log_batch(self.run_id, metrics=batch)
         self.last = time.monotonic()
+
+
+# --- what a generation records ----------------------------------------------------------------
+
+GATE_METRICS = ("wins", "losses", "draws", "games", "win_rate", "elo", "elo_low", "elo_high")
+LOSS_CURVES = ("loss", "policy_loss", "value_loss", "entropy", "lr")
+
+
+@dataclass(frozen=True)
+class GenerationFacts:
+    """What every record of one generation carries, computed once when it starts and passed along.
+
+    seeds: {"run_seed", "selfplay": [K shard seeds], "train", "gate": [J part seeds]};
+    code: {"git_commit", "git_dirty"} of the code that runs the generation.
+    """
+
+    generation: int
+    params_hash: str
+    flow_run_id: str
+    seeds: dict
+    code: dict
+
+    @classmethod
+    def of(cls, g: int, params, flow_run_id: str) -> "GenerationFacts":
+        from flows.layout import generation_seeds
+        from flows.lineage import code_state
+
+        return cls(g, params.digest(), flow_run_id, generation_seeds(params, g), code_state())
+
+    def code_tags(self) -> dict:
+        return {f"{TAG}{k}": v for k, v in self.code.items()}
+
+    def seed_tags(self) -> dict:
+        s = self.seeds
+        return {f"{TAG}seed.run": s["run_seed"], f"{TAG}seed.selfplay": json.dumps(s["selfplay"]),
+                f"{TAG}seed.train": s["train"], f"{TAG}seed.gate": json.dumps(s["gate"])}
+
+
+def data_tags(hashes: dict) -> dict:
+    """`zero.data.g0003` = the md5 dvc.lock records for each generation's games in the window."""
+    return {f"{TAG}data.{name}": md5 for name, md5 in hashes.items()}
+
+
+def gate_text(gate: dict) -> str:
+    """`317-83-0 win rate 0.793 Elo +233 [+193, +278]`."""
+    from flows.plots import elo_text
+
+    return (f"{gate['wins']}-{gate['losses']}-{gate['draws']} win rate {gate['win_rate']:.3f} "
+            f"Elo {elo_text(gate['elo'])} [{elo_text(gate['elo_low'])}, {elo_text(gate['elo_high'])}]")
+
+
+def run_tags(facts: GenerationFacts, champ: dict, data: dict) -> dict:
+    """Tags of a generation's run as it opens: the champion it starts from, data, seeds, flow run, code."""
+    return {
+        f"{TAG}champion_version": champ["version"],
+        f"{TAG}champion_sha256": champ["sha256"],
+        f"{TAG}dvc_lock_sha256": data["dvc_lock_sha256"],
+        f"{TAG}window_sha256": data["window_sha256"],
+        **facts.seed_tags(),
+        f"{TAG}flow_run_id": facts.flow_run_id,
+        **data_tags(data["hashes"]),
+        **facts.code_tags(),
+    }
+
+
+def selfplay_metrics(selfplay: list[dict], data: dict) -> dict:
+    """The generation's self-play, summed over its shards, and the training window's size."""
+    games = sum(s["games"] for s in selfplay)
+    timed = [s for s in selfplay if s.get("seconds")]
+    return {
+        "selfplay_games": games,
+        "selfplay_positions": sum(s["positions"] for s in selfplay),
+        "selfplay_mean_moves": sum(s["moves"] for s in selfplay) / max(games, 1),
+        "selfplay_resigned": sum(s["resigned"] for s in selfplay) / max(games, 1),
+        "selfplay_black_win_rate": sum(s["black_wins"] for s in selfplay) / max(games, 1),
+        "selfplay_games_per_s": (sum(s["games"] for s in timed) / sum(s["seconds"] for s in timed)) if timed else None,
+        "window_positions": data["window_positions"],
+        "window_shards": data["window_shards"],
+    }
+
+
+def version_tags(facts: GenerationFacts, run_id: str, candidate_sha: str, lock_sha: str, gate: dict,
+                 data: dict) -> dict:
+    """Tags of a candidate's model version: its run, hashes, gate result, data and code."""
+    return {
+        f"{TAG}generation": facts.generation,
+        f"{TAG}run_id": run_id,
+        f"{TAG}params_hash": facts.params_hash,
+        f"{TAG}checkpoint_sha256": candidate_sha,
+        f"{TAG}dvc_lock_sha256": lock_sha,
+        f"{TAG}gate_passed": str(gate["passed"]).lower(),
+        f"{TAG}gate": gate_text(gate),
+        **{f"{TAG}gate_{k}": gate[k] for k in ("wins", "losses", "draws", "win_rate", "threshold")},
+        **data_tags(data["hashes"]),
+        **facts.code_tags(),
+    }
+
+
+def register_initial(tracker: Tracker, gen0, params, init: dict, facts: GenerationFacts, lock_sha: str):
+    """Generation 0: its run (params, network, params snapshot), its model version, the first champion."""
+    tags = {
+        f"{TAG}seed.init": init["seed"],
+        f"{TAG}checkpoint_sha256": init["sha256"],
+        f"{TAG}dvc_lock_sha256": lock_sha,
+        **facts.code_tags(),
+    }
+    run_id, _ = tracker.generation_run(0, params.digest(), tags)
+    tracker.log_params(run_id, params.model_dump(mode="json"))
+    tracker.log_network(run_id, gen0.champion)
+    tracker.log_artifacts(run_id, gen0.params_file, "config")
+    tracker.finish(run_id)
+    start = f"started from {params.pipeline.init_from}" if params.pipeline.init_from else "freshly initialised network"
+    version = tracker.register(run_id, {f"{TAG}generation": 0, f"{TAG}run_id": run_id,
+                                        f"{TAG}gate": "none (initial network)", **tags},
+                               description=f"{gen0.key}: {start}")
+    tracker.promote(version.version, "generation 0: the first champion")
+    return version
+
+
+def champion_record(tracker: Tracker, gen, version) -> dict:
+    """{version, generation, sha256} of the champion generation `gen` plays, checked against the workspace.
+
+    The registry's champion must be the very file the workspace's lineage says
+    (the champion after g-1), or, for a resumed generation, this generation's own
+    candidate already promoted by the interrupted run.
+    """
+    from flows.layout import LineError
+    from zero.shards import file_sha256
+
+    prev = gen.prev
+    local_sha = file_sha256(prev.champion)
+    fetched = prev.dir / ".registry-champion.pt.tmp"
+    tracker.fetch_network(champion_uri(gen.tag), fetched)
+    reg_sha = file_sha256(fetched)
+    fetched.unlink()
+    own = version.tags.get(f"{TAG}generation") == str(gen.g)
+    if reg_sha != local_sha and not own:
+        raise LineError(
+            f"the registry's champion ({champion_uri(gen.tag)}: version {version.version}, sha256 {reg_sha[:12]}) "
+            f"is not {prev.champion} (sha256 {local_sha[:12]}): this workspace and {tracker.uri} disagree"
+        )
+    return {"version": str(version.version), "generation": version.tags.get(f"{TAG}generation"), "sha256": local_sha}
+
+
+def open_generation_run(tracker: Tracker, gen, params, facts: GenerationFacts, champ: dict, data: dict,
+                        selfplay: list[dict]) -> tuple[str, bool]:
+    """The generation's run (new, or the one an interrupted run left) with its tags, params and self-play."""
+    run_id, resumed = tracker.generation_run(gen.g, facts.params_hash, {})
+    tracker.set_tags(run_id, run_tags(facts, champ, data))
+    tracker.log_params(run_id, params.model_dump(mode="json"))
+    tracker.log_metrics(run_id, selfplay_metrics(selfplay, data))
+    return run_id, resumed
+
+
+def log_candidate(tracker: Tracker, run_id: str, gen, summary: dict) -> None:
+    """The trained candidate: network, params and window files, final metrics, the loss curves as a PNG."""
+    from flows.plots import loss_curves_png
+
+    tracker.log_network(run_id, gen.candidate)
+    tracker.log_artifacts(run_id, gen.params_file, "config")
+    tracker.log_artifacts(run_id, gen.window_file, "config")
+    final = summary.get("final") or {}
+    tracker.log_metrics(run_id, {f"final_{k}": v for k, v in final.items()})
+    if summary.get("seconds"):
+        tracker.log_metrics(run_id, {"train_seconds": summary["seconds"]})
+    tracker.set_tags(run_id, {f"{TAG}candidate_sha256": summary["sha256"]})
+    curves = {k: [(m.step, m.value) for m in tracker.client.get_metric_history(run_id, k)] for k in LOSS_CURVES}
+    with tempfile.TemporaryDirectory() as tmp:
+        png = loss_curves_png(curves, Path(tmp) / "loss.png", title=f"{gen.key}: training")
+        tracker.log_artifacts(run_id, png, "plots")
+
+
+def log_gate(tracker: Tracker, run_id: str, gen, result: dict) -> None:
+    """The gate's result: metrics, the passed tag, parts and SGFs as artifacts, a PNG of the result."""
+    from flows.plots import gate_png
+
+    tracker.log_metrics(run_id, {f"gate_{k}": result[k] for k in GATE_METRICS})
+    tracker.set_tags(run_id, {f"{TAG}gate_passed": str(result["passed"]).lower()})
+    tracker.log_artifacts(run_id, gen.gate_dir, "gate")
+    with tempfile.TemporaryDirectory() as tmp:
+        png = gate_png(result, Path(tmp) / "gate.png", title=f"{gen.key}: gate")
+        tracker.log_artifacts(run_id, png, "plots")
+
+
+def register_candidate(tracker: Tracker, gen, run_id: str, facts: GenerationFacts, candidate_sha: str,
+                       lock_sha: str, gate: dict, data: dict):
+    """The promotion rule: every candidate becomes a model version; `champion` moves to it only if it passed.
+
+    Finishes the generation's run. Returns (the candidate's version, the champion's version after it).
+    """
+    tags = version_tags(facts, run_id, candidate_sha, lock_sha, gate, data)
+    version = tracker.register(run_id, tags, description=f"{gen.key}: candidate trained on {len(data['hashes'])} generation(s)")
+    if gate["passed"]:
+        tracker.promote(version.version, f"generation {gen.g}: passed the gate ({tags[f'{TAG}gate']})")
+    tracker.set_tags(run_id, {f"{TAG}model_version": version.version, f"{TAG}dvc_lock_sha256": lock_sha})
+    tracker.finish(run_id)
+    return version, tracker.champion()
+
+
+def generation_record(facts: GenerationFacts, tag: str, champ: dict, selfplay: list[dict], train: dict,
+                      gate: dict, data: dict, run_id: str, version: str, champion_after: dict, lock_sha: str,
+                      seconds: float) -> dict:
+    """generation.json: the audit record of a finished generation (seeds, runs, hashes, gate, code)."""
+    return {
+        "generation": facts.generation, "game": tag, "params_hash": facts.params_hash,
+        "flow_run_id": facts.flow_run_id, "champion_before": champ, "seeds": facts.seeds,
+        "selfplay": {**{k: sum(s[k] for s in selfplay) for k in ("games", "positions", "resigned")},
+                     "shards_reused": sum(s["reused"] for s in selfplay)},
+        "train": {k: train.get(k) for k in ("steps", "positions", "seed", "sha256", "final")},
+        "gate": gate, "data": data["hashes"], "mlflow_run_id": run_id, "model_version": version,
+        "champion_after": champion_after, "dvc_lock_sha256": lock_sha, **facts.code,
+        "seconds": round(seconds, 1),
+    }
 
 
 def checkpoint_to_files(checkpoint: str | Path, out_dir: str | Path) -> list[Path]:

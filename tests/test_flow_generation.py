@@ -1,11 +1,15 @@
 """The zero-generation flow under Prefect's test harness, with a temporary MLflow database and DVC repo."""
 
 import json
+import re
+import time
 
 import pytest
 import yaml
 
 from pipeline_support import SMOKE, isolate_env, make_workspace
+
+pytestmark = pytest.mark.slow  # a Prefect test server and whole smoke generations
 
 
 @pytest.fixture(scope="module")
@@ -78,9 +82,44 @@ def test_mlflow_run_has_params_metrics_tags_and_artifacts(two_generations):
     assert tags["zero.data.g0001"] and tags["zero.data.g0002"]
     assert {"zero.git_commit", "zero.git_dirty", "zero.dvc_lock_sha256", "zero.seed.selfplay"} <= set(tags)
     arts = {a.path for a in t.client.list_artifacts(run.info.run_id)}
-    assert {"model", "config", "gate"} <= arts
+    assert {"model", "config", "gate", "plots"} <= arts
     sgfs = [a for a in t.client.list_artifacts(run.info.run_id, "gate/sgf/part-000")]
     assert len(sgfs) == 4
+    assert {a.path for a in t.client.list_artifacts(run.info.run_id, "plots")} == {"plots/loss.png", "plots/gate.png"}
+    for name in ("loss.png", "gate.png"):
+        local = t.client.download_artifacts(run.info.run_id, f"plots/{name}", str(root / ".plots"))
+        assert open(local, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    assert t.client.get_experiment(t.experiment_id).tags["mlflow.experimentKind"] == "custom_model_development"
+
+
+def test_gate_and_self_play_tasks_log_progress_and_keep_a_progress_artifact(two_generations):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterFlowRunId, LogFilter,
+                                                LogFilterFlowRunId, TaskRunFilter, TaskRunFilterFlowRunId)
+
+    root, records = two_generations
+    flow_run = records[1]["flow_run_id"]
+    with get_client(sync_client=True) as client:
+        tasks = {str(t.id): t.name for t in client.read_task_runs(
+            task_run_filter=TaskRunFilter(flow_run_id=TaskRunFilterFlowRunId(any_=[flow_run])))}
+        deadline = time.time() + 30
+        while True:  # logs reach the server in batches
+            logs = client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run])))
+            done = [(tasks.get(str(x.task_run_id), ""), x.message) for x in logs if "done in" in x.message]
+            if len(done) >= 5 or time.time() > deadline:
+                break
+            time.sleep(1)
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run])))
+    gate = [m for name, m in done if name.startswith("gate-part")]
+    assert len(gate) == 2, done  # one per gate part, in that task's own log
+    assert re.search(r"gomoku-6x6x4-g0002 gate part \d: 4/4 games \(100%\), [\d,]+ positions, [\d,.]+ positions/s,"
+                     r" done in \d+s", gate[0]), gate
+    assert sum(name.startswith("selfplay-shard") for name, _ in done) == 2
+    assert any(name.startswith("train") and "20/20 steps" in m for name, m in done)
+    progress = [a for a in artifacts if a.type == "progress"]
+    assert {a.key for a in progress} >= {"gomoku-6x6x4-g0002-gate-0", "gomoku-6x6x4-g0002-gate-1"}
+    assert all(a.data == 100 for a in progress)
 
 
 def test_alias_points_where_the_gates_say(two_generations):
@@ -139,9 +178,7 @@ def test_shards_left_by_an_interrupted_run_are_kept(harness, workspace):
     ws = Workspace(workspace)
     g0, g1 = ws.generation(params.game.tag, 0), ws.generation(params.game.tag, 1)
     # what an interrupted first run leaves: the snapshot, generation 0 and one finished shard
-    from flows.generation import _start_generation
-
-    _start_generation(ws, g1, params)
+    ws.start(g1, params)
     stages.init(g0)
     left = stages.selfplay_shard(g1, 1)
     stamp = g1.shard(1).stat().st_mtime_ns

@@ -39,3 +39,45 @@ def test_the_flow_parameters_are_validated(tmp_path):
         GenerationRequest(params="x.yaml")
     req = GenerationRequest(params_file=SMOKE, overrides=["train.steps=3"], workdir=str(REPO))
     assert req.load().train.steps == 3 and req.root() == REPO
+
+
+def make_where(root, **env):
+    """`make where` in a workspace, with this venv's python and without reinstalling it."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from pipeline_support import clean_env_for
+
+    run_env = clean_env_for(root)
+    for name in ("PREFECT_HOME", "PREFECT_API_URL", "ZERO_PREFECT_PORT", "MLFLOW_TRACKING_URI", "MLFLOW_PORT"):
+        run_env.pop(name, None)  # the Makefile sets them for the workspace
+    run_env.update(env)
+    proc = subprocess.run(
+        ["make", "-s", "-f", str(REPO / "Makefile"), "-o", ".venv/.zero-installed", "where", f"PARAMS={SMOKE}",
+         f"BIN={Path(sys.executable).parent}"],
+        cwd=root, env={**run_env, "PATH": os.environ["PATH"]}, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_make_where_only_reads_and_prints_the_mlflow_port(tmp_path, monkeypatch):
+    import shutil
+
+    from pipeline_support import isolate_env
+
+    isolate_env(monkeypatch, tmp_path)
+    shutil.copy(REPO / SMOKE, tmp_path / SMOKE)
+    from flows.tracking import Tracker
+
+    Tracker(tmp_path, "go-9")  # a tracking database with another line's experiment
+    out = make_where(tmp_path, MLFLOW_PORT="5123")
+    assert "http://127.0.0.1:5123" in out and ":5000" not in out
+    assert "no runs yet" in out
+    client = Tracker(tmp_path, "go-9").client
+    assert client.get_experiment_by_name("zero-gomoku-6x6x4") is None  # where created nothing
+
+    experiment = Tracker(tmp_path, "gomoku-6x6x4").experiment_id
+    out = make_where(tmp_path)
+    assert f"http://127.0.0.1:5000/#/experiments/{experiment}/runs?workflowType=machine_learning" in out

@@ -95,3 +95,30 @@ def test_a_model_dir_that_is_not_a_network_is_refused(tmp_path):
     with pytest.raises(RegistryError, match="not a logged zero network"):
         files_to_checkpoint(tmp_path, tmp_path / "out.pt")
     assert not (tmp_path / "out.pt").exists()
+
+
+def test_experiments_are_tagged_as_model_training(tracker, tmp_path):
+    from flows.tracking import EXPERIMENT_KIND, Tracker
+
+    assert EXPERIMENT_KIND == {"mlflow.experimentKind": "custom_model_development"}
+    exp = tracker.client.get_experiment(tracker.experiment_id)
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+    # an experiment made before the tag existed gets it the next time the line is opened
+    old = tracker.client.create_experiment("zero-go-9", artifact_location=(tmp_path / "a").as_uri())
+    assert "mlflow.experimentKind" not in tracker.client.get_experiment(old).tags
+    assert Tracker(tmp_path, "go-9").experiment_id == old
+    assert tracker.client.get_experiment(old).tags["mlflow.experimentKind"] == "custom_model_development"
+
+
+def test_loss_curves_and_gate_plots_are_pngs(tmp_path):
+    from flows.plots import gate_png, loss_curves_png
+
+    curves = {"loss": [(s, 3.0 - s / 10) for s in range(20)], "policy_loss": [(s, 2.0) for s in range(20)],
+              "entropy": [(s, 1.5) for s in range(20)], "lr": [(s, 0.02) for s in range(20)]}
+    loss = loss_curves_png(curves, tmp_path / "loss.png", title="gomoku-6x6x4-g0001: training")
+    gate = {"wins": 7, "losses": 1, "draws": 0, "games": 8, "win_rate": 0.875, "threshold": 0.55, "passed": True,
+            "elo": 338.0, "elo_low": 60.0, "elo_high": None}
+    gate_file = gate_png(gate, tmp_path / "gate.png")
+    for path in (loss, gate_file):
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
+    assert not list(tmp_path.glob("*.tmp*"))

@@ -137,6 +137,10 @@ def _params(args):
 
 
 def _progress(total: int, label: str):
+    """A rich progress bar on stderr (drawn only when stderr is a terminal) and a tick that advances it by one.
+
+    The tick takes and ignores the library's progress arguments (games_done, total, positions).
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from rich.console import Console
@@ -144,7 +148,7 @@ def _progress(total: int, label: str):
     bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    transient=False, disable=not sys.stderr.isatty(), console=Console(file=sys.stderr))
     task = bar.add_task(label, total=total)
-    return bar, (lambda: bar.advance(task))
+    return bar, (lambda *_: bar.advance(task))
 
 
 def cmd_init(args) -> int:
@@ -211,8 +215,10 @@ def cmd_match(args) -> int:
     if need > MAX_TREE_BYTES:
         raise UsageError(f"--visits {visits} (or mcts:N) with {at_once} games at once on {params.game.tag} needs "
                          f"{need / 2**30:.1f} GiB of search trees, more than the {MAX_TREE_BYTES / 2**30:.0f} GiB limit")
-    result = play_match(params, args.a, args.b, games, args.seed, args.sgf_dir, args.visits,
-                        sequential=args.sequential)
+    bar, tick = _progress(games, "match games")
+    with bar:
+        result = play_match(params, args.a, args.b, games, args.seed, args.sgf_dir, args.visits,
+                            sequential=args.sequential, progress=tick)
     out = result.to_dict()
     text = json.dumps(out, indent=2)
     if args.out:
@@ -289,8 +295,10 @@ def _ladder_match(params, a: str, b: str, a_name: str | None, games: int, seed: 
     cfg = params.ladder
     print(f"{a_name or ladder.opponent_name(a)} against {ladder.opponent_name(b)}: {games} games ({label})",
           file=sys.stderr)
-    rec = ladder.play_pairing(params, a, b, games, seed, cfg.visits, out, a_name, None, label,
-                              cfg.concurrent_games, cfg.opening_moves, cfg.gnugo)
+    bar, tick = _progress(games, f"{label} games")
+    with bar:
+        rec = ladder.play_pairing(params, a, b, games, seed, cfg.visits, out, a_name, None, label,
+                                  cfg.concurrent_games, cfg.opening_moves, cfg.gnugo, progress=tick)
     print(f"  {rec['wins']}-{rec['losses']}-{rec['draws']} in {rec['seconds']:.0f} s", file=sys.stderr)
 
 

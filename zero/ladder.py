@@ -93,9 +93,10 @@ def openings(size: int, pairs: int, moves: int, seed: int) -> list[list[int]]:
 
 def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out_dir: str | Path,
                  a_name: str | None = None, b_name: str | None = None, label: str = "ladder",
-                 concurrent: int = 10, opening_moves: int = 2, gnugo: str = "gnugo") -> dict:
+                 concurrent: int = 10, opening_moves: int = 2, gnugo: str = "gnugo", progress=None) -> dict:
     """Play `games` games (whole colour-swapped pairs) of a against b and record them in a ladder dir.
 
+    `progress` is zero.match.run_match's: progress(games_done, games, positions) as each game ends.
     Returns the pairing record (also written to pairings/<a>--<b>--<label>.json).
     """
     from zero.games import make_game
@@ -116,7 +117,7 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     pb = make_player(player_spec(b, gnugo), params, game, visits, seed + 1)
     started = time.time()
     out = run_match(game, pa, pb, games, seed, concurrent, 0 if opens else opening_moves, -1.0,
-                    openings=opens)
+                    openings=opens, progress=progress)
     out_dir = Path(out_dir)
     key = f"{a_name}--{b_name}--{label}"
     tmp_sgf = out_dir / "sgf" / f".{key}.tmp"

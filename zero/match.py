@@ -120,10 +120,12 @@ class MatchGames:
 
 def run_match(game: Game, a, b, num_games: int, seed: int, concurrent: int = 64, opening_moves: int = 6,
               resign_threshold: float = -1.0, stop_early: tuple[int, float] | None = None,
-              first_index: int = 0, openings: list[list[int]] | None = None) -> MatchGames:
+              first_index: int = 0, openings: list[list[int]] | None = None, progress=None) -> MatchGames:
     """Play `num_games` games between players a and b.
 
     Args:
+        progress: called as progress(games_done, num_games, positions) each time a game
+            ends (positions: moves played in the games done so far).
         openings: fixed opening moves, one list per colour-swapped pair of games
             (game i starts with openings[(i // 2) % len(openings)], played for
             both sides before either player chooses a move).
@@ -138,7 +140,7 @@ def run_match(game: Game, a, b, num_games: int, seed: int, concurrent: int = 64,
     slot_rec: list[GameRecord | None] = [None] * slots_n
     rngs: list = [None] * slots_n
     a_color = np.zeros(slots_n, np.int8)
-    wins = losses = draws = 0
+    wins = losses = draws = positions = 0
 
     def decided() -> bool:
         if stop_early is None:
@@ -164,11 +166,14 @@ def run_match(game: Game, a, b, num_games: int, seed: int, concurrent: int = 64,
             b.observe(slot, int(act))
 
     def finish(slot: int) -> None:
-        nonlocal wins, losses, draws
+        nonlocal wins, losses, draws, positions
         rec = slot_rec[slot]
         mine = int(rec.result) * int(a_color[slot])
         wins, losses, draws = wins + int(mine > 0), losses + int(mine < 0), draws + int(mine == 0)
+        positions += len(rec.moves)
         start(slot)
+        if progress is not None:
+            progress(wins + losses + draws, num_games, positions)
 
     try:
         a.start(game, batch, slots_n)
@@ -214,10 +219,12 @@ def _play_rounds(game, batch, a, b, slots_n, slot_rec, rngs, a_color, opening_mo
 
 
 def play_match(params, a: str, b: str, num_games: int, seed: int, sgf_dir: str | Path | None = None,
-               visits: int | None = None, first_index: int = 0, sequential: bool = False) -> MatchResult:
+               visits: int | None = None, first_index: int = 0, sequential: bool = False,
+               progress=None) -> MatchResult:
     """Play a match between two player specs (checkpoint paths, `random`, `mcts:N`, `init`).
 
     With sequential, stops early once a `params.gate` gate of `num_games` games is decided.
+    `progress` is run_match's: progress(games_done, num_games, positions) as each game ends.
     """
     game = make_game(params.game)
     g = params.gate
@@ -227,7 +234,7 @@ def play_match(params, a: str, b: str, num_games: int, seed: int, sgf_dir: str |
     pb = make_player(b, params, game, visits, seed + 1)
     stop = (num_games, g.threshold) if sequential else None
     out = run_match(game, pa, pb, num_games, seed, g.concurrent_games, g.opening_moves,
-                    params.selfplay.resign_threshold, stop, first_index)
+                    params.selfplay.resign_threshold, stop, first_index, progress=progress)
     if sgf_dir is not None:
         write_sgfs(out.records, params, sgf_dir, "match")
     return out.result

@@ -67,6 +67,8 @@ def play_games(game: Game, evaluator, params, num_games: int, seed: int,
 
     With a deadline (a time.perf_counter() value), stops after the move in
     progress at that time and returns the games as they stand (for benchmarks).
+    `progress` is called as progress(games_done, num_games, positions) each time
+    a game ends (positions: those recorded in the games done so far).
     """
     sp, mc = params.selfplay, params.mcts
     slots_n = min(sp.concurrent_games, num_games)
@@ -91,6 +93,7 @@ def play_games(game: Game, evaluator, params, num_games: int, seed: int,
     for slot in range(slots_n):
         start(slot)
     no_path = np.zeros((slots_n, 1), np.int32)
+    done = positions = 0
     while True:
         active = np.array([s for s in range(slots_n) if slot_record[s] is not None], np.int32)
         if len(active) == 0 or (deadline is not None and time.perf_counter() > deadline):
@@ -113,8 +116,9 @@ def play_games(game: Game, evaluator, params, num_games: int, seed: int,
             if not rec.no_resign and stat < sp.resign_threshold:
                 rec.result, rec.resigned = -color, True
                 start(slot)
+                done, positions = done + 1, positions + len(rec.planes)
                 if progress:
-                    progress()
+                    progress(done, num_games, positions)
                 continue
             rec.planes.append(packed[i])
             rec.policies.append(policy[i])
@@ -130,8 +134,9 @@ def play_games(game: Game, evaluator, params, num_games: int, seed: int,
                 rec.result = int(game.outcome(batch, slot))
                 rec.score = float(game.score(batch, slot)) if game.name == "go" else 0.0
                 start(slot)
+                done, positions = done + 1, positions + len(rec.planes)
                 if progress:
-                    progress()
+                    progress(done, num_games, positions)
     return records
 
 

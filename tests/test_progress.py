@@ -1,0 +1,127 @@
+"""Progress of long steps: the library's callbacks (self-play, matches) and the pipeline's reporter."""
+
+import re
+
+from zero.games import make_game
+from zero.match import RandomPlayer, play_match, run_match
+from zero.selfplay import play_shard
+from zero.shards import read_shard
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self):
+        return self.t
+
+
+def reporter(total, unit="games"):
+    from flows.progress import StepProgress
+
+    clock, lines = FakeClock(), []
+    report = StepProgress("go-9-g0003 gate part 0", total, unit=unit, clock=clock, emit=lines.append,
+                          artifact=False, heartbeat=False)
+    return report, clock, lines
+
+
+def test_a_line_at_the_start_at_most_once_a_minute_and_at_the_end():
+    report, clock, lines = reporter(10)
+    with report:
+        assert lines == ["go-9-g0003 gate part 0: 10 games to play"]
+        for done in range(1, 10):  # a game every 25 s: lines at 75 s, 150 s and 225 s, not at every game
+            clock.t += 25
+            report(done, 10, positions=done * 30)
+        clock.t += 25
+        report(10, 10, positions=300)
+    assert len(lines) == 5, lines
+    assert lines[1] == "go-9-g0003 gate part 0: 3/10 games (30%), 90 positions, 1.2 positions/s, ETA 2m55s, 1m15s elapsed"
+    assert re.match(r".*: 6/10 games \(60%\), 180 positions, 1\.2 positions/s, ETA 1m40s, 2m30s elapsed$", lines[2])
+    assert "9/10 games (90%)" in lines[3]
+    assert lines[4] == "go-9-g0003 gate part 0: 10/10 games (100%), 300 positions, 1.2 positions/s, done in 4m10s"
+
+
+def test_the_heartbeat_speaks_when_no_game_ends_for_a_minute():
+    report, clock, lines = reporter(200)
+    with report:
+        clock.t += 59
+        report.beat()
+        assert len(lines) == 1
+        clock.t += 1
+        report.beat()
+        clock.t += 30
+        report.beat()
+    assert lines[1] == "go-9-g0003 gate part 0: 0/200 games (0%), 0.00 games/s, ETA unknown, 1m00s elapsed"
+    assert len(lines) == 3 and "stopped" not in lines[2] and "done in 1m30s" in lines[2]
+
+
+def test_training_steps_and_a_step_that_fails():
+    report, clock, lines = reporter(1000, unit="steps")
+    try:
+        with report:
+            clock.t += 61
+            report(500, positions=500 * 32)
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        pass
+    assert lines[0].endswith("1000 steps to run")
+    assert "500/1000 steps (50%), 16,000 positions, 262.3 positions/s, ETA 1m01s" in lines[1]
+    assert "stopped in 1m01s" in lines[2]
+
+
+def test_a_match_reports_each_game_as_it_ends(tiny_params):
+    calls = []
+    result = play_match(tiny_params, "random", "random", 6, seed=3, progress=lambda *a: calls.append(a))
+    assert [c[0] for c in calls] == list(range(1, 7)) and {c[1] for c in calls} == {6}
+    assert 0 < calls[0][2] < calls[-1][2]  # positions so far
+    assert result.games == 6
+
+
+def test_a_sequential_match_ends_its_progress_early(tiny_params):
+    game = make_game(tiny_params.game)
+    calls = []
+    out = run_match(game, RandomPlayer(1), RandomPlayer(2), 40, seed=0, concurrent=4, stop_early=(40, 0.55),
+                    progress=lambda *a: calls.append(a))
+    assert calls[-1][0] == out.result.games and all(c[1] == 40 for c in calls)
+
+
+def test_self_play_reports_games_and_positions(tiny_params, tiny_checkpoint, tmp_path):
+    calls = []
+    play_shard(tiny_params, tiny_checkpoint, tmp_path / "s.npz", seed=1, progress=lambda *a: calls.append(a))
+    shard = read_shard(tmp_path / "s.npz")
+    assert [c[:2] for c in calls] == [(i, 6) for i in range(1, 7)]
+    assert calls[-1][2] == len(shard.value)
+
+
+def test_zero_match_draws_its_bar_on_stderr_and_prints_json_on_stdout(tmp_path):
+    import json
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    from conftest import TINY
+
+    sets = [x for o in TINY for x in ("--set", o)]
+    master, slave = pty.openpty()  # stderr is a terminal, so the bar is drawn
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "zero.cli", "match", *sets, "--a", "random", "--b", "random",
+                                 "--games", "4"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=slave,
+                                stdin=subprocess.DEVNULL,
+                                env={**os.environ, "OMP_NUM_THREADS": "1", "TERM": "xterm", "COLUMNS": "100"})
+        os.close(slave)
+        drawn = b""
+        while proc.poll() is None or select.select([master], [], [], 0)[0]:
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    drawn += os.read(master, 65536)
+                except OSError:
+                    break
+        out = proc.stdout.read()
+        proc.wait(timeout=60)
+    finally:
+        os.close(master)
+    assert proc.returncode == 0, drawn.decode(errors="replace")
+    assert json.loads(out)["games"] == 4
+    assert b"match games" in drawn and b"4/4" in drawn
