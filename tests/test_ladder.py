@@ -124,3 +124,29 @@ def test_zero_ladder_refuses_before_playing(tmp_path, capsys):
     assert not (tmp_path / "lad").exists()
     assert main(["ladder", *GOMOKU_ARGS, "--plot", str(tmp_path / "nothing")]) == 2
     assert "not a ladder directory" in capsys.readouterr().err
+
+
+def test_shipped_champions_load_and_are_the_default_player(capsys):
+    """Every models/<line>.pt has its lineage, loads, and is what `zero match` plays when no --a is given."""
+    from pathlib import Path
+
+    from zero.cli import main, shipped_model
+    from zero.config import load_params
+    from zero.network import load_checkpoint
+    from zero.shards import file_sha256
+
+    models = Path(__file__).resolve().parents[1] / "models"
+    shipped = sorted(models.glob("*.pt"))
+    assert shipped, "no champion is shipped in models/"
+    for pt in shipped:
+        lineage = json.loads(pt.with_suffix(".json").read_text())
+        assert lineage["sha256"] == file_sha256(pt) and lineage["line"] == pt.stem
+        assert lineage["totals"]["generations"] >= 1 and lineage["runs"][-1]["generations"]
+        load_checkpoint(pt)
+    params = load_params(models.parent / "campaigns" / "gomoku-6x6x4.yaml")
+    assert shipped_model(params) == models / "gomoku-6x6x4.pt"
+    code = main(["match", "--params", str(models.parent / "campaigns" / "gomoku-6x6x4.yaml"), "--b", "random",
+                 "--games", "4", "--visits", "16", "--set", "gate.threads=1"])
+    out = capsys.readouterr()
+    assert code == 0 and "shipped champion" in out.err
+    assert json.loads(out.out)["wins"] == 4  # the shipped champion against random moves

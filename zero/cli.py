@@ -206,6 +206,7 @@ def cmd_match(args) -> int:
             shipped = shipped_model(params)
             if shipped is None:
                 raise UsageError(f"--{side} shipped: no champion is shipped for {params.game.tag} (models/{params.game.tag}.pt)")
+            print(f"zero: --{side} is the shipped champion {shipped}", file=sys.stderr)
             setattr(args, side, str(shipped))
     games = args.games if args.games is not None else params.gate.games
     visits = args.visits if args.visits is not None else params.gate.visits
