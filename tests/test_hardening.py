@@ -301,7 +301,10 @@ def test_ctrl_c_in_play_is_one_line_and_status_130(work):
                      stderr=subprocess.PIPE)
         wait_for(lambda: "to play>" in out.read_text(), proc)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        # stdin stays open until it has ended: an end of input racing the signal would end the game normally
+        proc.wait(timeout=60)
+        err = proc.stderr.read()
+        proc.stdin.close()
     assert proc.returncode == 130, err
     # the last line says it was interrupted; any earlier one only names the network being played
     assert err.strip().splitlines()[-1] == "zero: play interrupted" and "Traceback" not in err
