@@ -283,7 +283,10 @@ def test_params_errors_reach_the_cli_as_zero_error(work, capsys):
 
 def spawn(args, cwd, **kw):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "TERM": "xterm", "COLUMNS": "100"}
-    return subprocess.Popen([sys.executable, "-m", "zero.cli", *args], cwd=cwd, env=env, text=True, **kw)
+    # A test run started in the background inherits SIGINT ignored, and Python keeps an ignored SIGINT
+    # ignored: give the command the default disposition a terminal's Ctrl-C would meet.
+    return subprocess.Popen([sys.executable, "-m", "zero.cli", *args], cwd=cwd, env=env, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kw)
 
 
 def wait_for(predicate, proc, timeout=120.0):
@@ -302,7 +305,10 @@ def test_ctrl_c_in_play_is_one_line_and_status_130(work):
         wait_for(lambda: "to play>" in out.read_text(), proc)
         proc.send_signal(signal.SIGINT)
         # stdin stays open until it has ended: an end of input racing the signal would end the game normally
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=60)
+        finally:
+            proc.kill()
         err = proc.stderr.read()
         proc.stdin.close()
     assert proc.returncode == 130, err
@@ -335,7 +341,10 @@ def test_ctrl_c_in_train_leaves_no_output_and_status_130(work):
     # the metrics are written beside their name until training is done: wait for some steps
     wait_for(lambda: any(p.stat().st_size > 1000 for p in work.glob("m.jsonl.*.tmp")), proc)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
     assert proc.returncode == 130, err
     assert err.strip() == "zero: train interrupted" and out == ""
     assert sorted(p.name for p in work.iterdir()) == ["adir", "g0.pt", "go7.pt", "go9.pt", "s.npz"]
