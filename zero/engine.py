@@ -347,28 +347,7 @@ def _playout_ownership(board0, colour0, hashes, playouts, max_moves, rng, zobris
                 continue
             if mark[p] == g:
                 continue
-            buf[0] = p
-            mark[p] = g
-            end = 1
-            i = 0
-            reach = 0
-            while i < end:
-                q = buf[i]
-                i += 1
-                for k in range(4):
-                    r = nbrs[q, k]
-                    if r < 0:
-                        break
-                    w = board[r]
-                    if w == 0:
-                        if mark[r] != g:
-                            mark[r] = g
-                            buf[end] = r
-                            end += 1
-                    elif w == 1:
-                        reach |= 1
-                    else:
-                        reach |= 2
+            end, reach = K.empty_region(board, nbrs, p, buf, mark, g)
             owner = 1 if reach == 1 else (-1 if reach == 2 else 0)
             if owner != 0:
                 for j in range(end):

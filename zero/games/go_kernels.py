@@ -178,6 +178,35 @@ def try_play(board, p, colour, h, zobrist, nbrs, hist, n_hist, apply, buf, mark,
 
 
 @numba.njit(cache=True)
+def empty_region(board, nbrs, p, buf, mark, g):
+    """Flood the empty region holding point p (marking it g): its size, its points in buf[:size], and
+    which colours it reaches (bit 1: black, bit 2: white)."""
+    buf[0] = p
+    mark[p] = g
+    end = 1
+    i = 0
+    reach = 0
+    while i < end:
+        q = buf[i]
+        i += 1
+        for k in range(4):
+            r = nbrs[q, k]
+            if r < 0:
+                break
+            w = board[r]
+            if w == 0:
+                if mark[r] != g:
+                    mark[r] = g
+                    buf[end] = r
+                    end += 1
+            elif w == 1:
+                reach |= 1
+            else:
+                reach |= 2
+    return end, reach
+
+
+@numba.njit(cache=True)
 def score(board, nbrs, komi, buf, mark, gen):
     """Tromp-Taylor area score: black stones and black-only regions, minus white's, minus komi."""
     gen[0] += 1
@@ -190,29 +219,7 @@ def score(board, nbrs, komi, buf, mark, gen):
             continue
         if mark[p] == g:
             continue
-        # flood the empty region holding p, noting which colours it reaches
-        buf[0] = p
-        mark[p] = g
-        end = 1
-        i = 0
-        reach = 0  # bit 1: black, bit 2: white
-        while i < end:
-            q = buf[i]
-            i += 1
-            for k in range(4):
-                r = nbrs[q, k]
-                if r < 0:
-                    break
-                w = board[r]
-                if w == 0:
-                    if mark[r] != g:
-                        mark[r] = g
-                        buf[end] = r
-                        end += 1
-                elif w == 1:
-                    reach |= 1
-                else:
-                    reach |= 2
+        end, reach = empty_region(board, nbrs, p, buf, mark, g)
         if reach == 1:
             total += end
         elif reach == 2:
