@@ -171,14 +171,9 @@ class MCTSConfig(_Section):
     symmetries: bool = _bool(True)
 
 
-class SelfPlayConfig(_Section):
-    games_per_shard: int = _int(64, ge=1, le=MAX_GAMES)
-    concurrent_games: int = _int(128, ge=1, le=MAX_CONCURRENT)
-    visits: int = _int(100, ge=1, le=MAX_VISITS)
-    temperature_moves: int = _int(8, ge=0, le=MAX_MOVES)
-    resign_threshold: float = _float(-0.9, ge=-1, le=1)
-    resign_playout_share: float = _float(0.1, ge=0, le=1)
-    reuse_tree: bool = _bool(True)
+class _ComputeSection(_Section):
+    """A stage that runs a network: where (`device`) and on how many torch CPU threads."""
+
     device: Annotated[str, Field(strict=True)] = "auto"
     threads: int = _int(0, ge=0, le=MAX_THREADS)  # torch CPU threads; 0 = one per core
 
@@ -188,7 +183,17 @@ class SelfPlayConfig(_Section):
         return _device(v)
 
 
-class TrainConfig(_Section):
+class SelfPlayConfig(_ComputeSection):
+    games_per_shard: int = _int(64, ge=1, le=MAX_GAMES)
+    concurrent_games: int = _int(128, ge=1, le=MAX_CONCURRENT)
+    visits: int = _int(100, ge=1, le=MAX_VISITS)
+    temperature_moves: int = _int(8, ge=0, le=MAX_MOVES)
+    resign_threshold: float = _float(-0.9, ge=-1, le=1)
+    resign_playout_share: float = _float(0.1, ge=0, le=1)
+    reuse_tree: bool = _bool(True)
+
+
+class TrainConfig(_ComputeSection):
     batch_size: int = _int(256, ge=1, le=MAX_BATCH)
     steps: int = _int(1000, ge=1, le=MAX_STEPS)
     learning_rate: float = _float(0.02, gt=0, le=10)
@@ -199,29 +204,15 @@ class TrainConfig(_Section):
     weight_decay: float = _float(1e-4, ge=0, le=1)
     window_generations: int = _int(4, ge=1, le=100_000)
     max_window_positions: int = _int(500_000, ge=1, le=1_000_000_000)
-    device: Annotated[str, Field(strict=True)] = "auto"
-    threads: int = _int(0, ge=0, le=MAX_THREADS)  # torch CPU threads; 0 = one per core
-
-    @field_validator("device")
-    @classmethod
-    def _known_device(cls, v: str) -> str:
-        return _device(v)
 
 
-class GateConfig(_Section):
+class GateConfig(_ComputeSection):
     games: int = _int(400, ge=2, le=MAX_GAMES)
     threshold: float = _float(0.55, gt=0, lt=1)
     visits: int = _int(100, ge=1, le=MAX_VISITS)
     concurrent_games: int = _int(100, ge=1, le=MAX_CONCURRENT)
     opening_moves: int = _int(6, ge=0, le=MAX_MOVES)
     sequential: bool = _bool(True)
-    device: Annotated[str, Field(strict=True)] = "auto"
-    threads: int = _int(0, ge=0, le=MAX_THREADS)  # torch CPU threads; 0 = one per core
-
-    @field_validator("device")
-    @classmethod
-    def _known_device(cls, v: str) -> str:
-        return _device(v)
 
 
 class PipelineConfig(_Section):
