@@ -23,3 +23,34 @@ def tiny_checkpoint(tiny_params, tmp_path):
     path = tmp_path / "net.pt"
     init_checkpoint(tiny_params, path, seed=0)
     return path
+
+
+def run_with_terminal_stderr(args, cwd):
+    """Run `python -m zero.cli ARGS` with stderr on a pseudo-terminal (so progress bars are drawn).
+
+    Returns (exit status, stdout text, bytes drawn on the terminal).
+    """
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "zero.cli", *args], cwd=cwd, stdout=subprocess.PIPE,
+                                stderr=slave, stdin=subprocess.DEVNULL, text=True,
+                                env={**os.environ, "OMP_NUM_THREADS": "1", "TERM": "xterm", "COLUMNS": "100"})
+        os.close(slave)
+        drawn = b""
+        while proc.poll() is None or select.select([master], [], [], 0)[0]:
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    drawn += os.read(master, 65536)
+                except OSError:
+                    break
+        out = proc.stdout.read()
+        proc.wait(timeout=60)
+    finally:
+        os.close(master)
+    return proc.returncode, out, drawn

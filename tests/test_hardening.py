@@ -9,8 +9,6 @@ property-based tests feed random params files and random arguments to the CLI.
 import glob
 import json
 import os
-import pty
-import select
 import signal
 import subprocess
 import sys
@@ -24,7 +22,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import TINY
+from conftest import TINY, run_with_terminal_stderr
 from zero.cli import main
 from zero.config import ConfigError, load_params
 from zero.games import make_game
@@ -352,23 +350,9 @@ def test_ctrl_c_in_train_leaves_no_output_and_status_130(work):
 
 def test_selfplay_progress_goes_to_stderr_and_stdout_is_json(work):
     init_checkpoint(load_params(None, TINY), work / "g0.pt", 0)
-    master, slave = pty.openpty()  # stderr is a terminal, so the progress bar is drawn
-    try:
-        proc = spawn(["selfplay", *SETS, "--model", "g0.pt", "--out", "s.npz", "--games", "2"], work,
-                     stdout=subprocess.PIPE, stderr=slave)
-        os.close(slave)
-        drawn = b""
-        while proc.poll() is None or select.select([master], [], [], 0)[0]:
-            if select.select([master], [], [], 0.1)[0]:
-                try:
-                    drawn += os.read(master, 65536)
-                except OSError:
-                    break
-        out = proc.stdout.read()
-        proc.wait(timeout=60)
-    finally:
-        os.close(master)
-    assert proc.returncode == 0, drawn.decode(errors="replace")
+    code, out, drawn = run_with_terminal_stderr(  # stderr is a terminal, so the progress bar is drawn
+        ["selfplay", *SETS, "--model", "g0.pt", "--out", "s.npz", "--games", "2"], work)
+    assert code == 0, drawn.decode(errors="replace")
     assert json.loads(out)["games"] == 2
     assert b"self-play games" in drawn
 

@@ -95,33 +95,12 @@ def test_self_play_reports_games_and_positions(tiny_params, tiny_checkpoint, tmp
 
 def test_zero_match_draws_its_bar_on_stderr_and_prints_json_on_stdout(tmp_path):
     import json
-    import os
-    import pty
-    import select
-    import subprocess
-    import sys
 
-    from conftest import TINY
+    from conftest import TINY, run_with_terminal_stderr
 
     sets = [x for o in TINY for x in ("--set", o)]
-    master, slave = pty.openpty()  # stderr is a terminal, so the bar is drawn
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "zero.cli", "match", *sets, "--a", "random", "--b", "random",
-                                 "--games", "4"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=slave,
-                                stdin=subprocess.DEVNULL,
-                                env={**os.environ, "OMP_NUM_THREADS": "1", "TERM": "xterm", "COLUMNS": "100"})
-        os.close(slave)
-        drawn = b""
-        while proc.poll() is None or select.select([master], [], [], 0)[0]:
-            if select.select([master], [], [], 0.1)[0]:
-                try:
-                    drawn += os.read(master, 65536)
-                except OSError:
-                    break
-        out = proc.stdout.read()
-        proc.wait(timeout=60)
-    finally:
-        os.close(master)
-    assert proc.returncode == 0, drawn.decode(errors="replace")
+    code, out, drawn = run_with_terminal_stderr(  # stderr is a terminal, so the bar is drawn
+        ["match", *sets, "--a", "random", "--b", "random", "--games", "4"], tmp_path)
+    assert code == 0, drawn.decode(errors="replace")
     assert json.loads(out)["games"] == 4
     assert b"match games" in drawn and b"4/4" in drawn
