@@ -148,7 +148,7 @@ def _resolve(ws: Workspace, tag: str, spec: str, players: dict) -> tuple[str, st
 
 def run_ladder(root: Path, params, generation: int | None = None) -> dict:
     """Ladder the champion after `generation` (default: the last finished one) and refit the line."""
-    from zero.ladder import fit_dir, parse_anchor, plot_dir
+    from zero.ladder import calibration_pairs, fit_dir, parse_anchor, plot_dir
 
     log = get_run_logger()
     ws, tag, lad_cfg = Workspace(root), params.game.tag, params.ladder
@@ -163,9 +163,8 @@ def run_ladder(root: Path, params, generation: int | None = None) -> dict:
     params_json = params.model_dump_json()
     done = {p.stem for p in (lad / "pairings").glob("*.json")}
     jobs = []
-    fixed = [o for o in lad_cfg.opponents if o.split(":")[0] in ("gnugo", "mcts", "random")]
     if lad_cfg.calibration_games:
-        for i, (x, y) in enumerate(zip(fixed, fixed[1:])):
+        for i, (x, y) in enumerate(calibration_pairs(lad_cfg.opponents)):
             xs, xn = _resolve(ws, tag, x, players)
             ys, yn = _resolve(ws, tag, y, players)
             if f"{xn}--{yn}--calibration" not in done:

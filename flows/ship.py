@@ -108,8 +108,7 @@ def ship(root: Path, params, params_file: str, models: Path | None = None) -> di
         "game": params.game.model_dump(mode="json", include={"name", "size", "komi"} if params.game.name == "go"
                                        else {"name", "height", "width", "k"}),
         "made_by": f"zero-generation over {params_file} (zero-loop), shipped by flows.ship",
-        "champion": {"generation": max(g["generation"] for g in gens if g["sha256"] == champion_sha)
-                     if any(g["sha256"] == champion_sha for g in gens) else 0,
+        "champion": {"generation": max((g["generation"] for g in gens if g["sha256"] == champion_sha), default=0),
                      "name": champ_name,
                      "rating": (ratings.get("ratings") or {}).get(champ_name) if champ_name else None,
                      "anchor": ratings.get("anchor")},

@@ -274,8 +274,7 @@ def cmd_ladder(args) -> int:
                     ladder.player_spec(spec, cfg.gnugo)
                 else:
                     _check_player(params, make_game(params.game), spec)
-            fixed = [o for o in opponents if o.split(":")[0] in ("gnugo", "mcts", "random")]
-            for i, (x, y) in enumerate(zip(fixed, fixed[1:]) if args.calibration_games else ()):
+            for i, (x, y) in enumerate(ladder.calibration_pairs(opponents) if args.calibration_games else ()):
                 key = f"{ladder.opponent_name(x)}--{ladder.opponent_name(y)}--calibration"
                 if not (out / "pairings" / f"{key}.json").is_file():
                     _ladder_match(params, x, y, None, args.calibration_games, args.seed + 1000 + i, out, "calibration")

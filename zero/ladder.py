@@ -69,6 +69,13 @@ def player_spec(spec: str, gnugo: str = "gnugo") -> str:
     return spec
 
 
+def calibration_pairs(opponents: list[str]) -> list[tuple[str, str]]:
+    """Consecutive fixed opponents (GNU Go levels, pure MCTS, random), which play each other once so that
+    the anchor reaches every one of them."""
+    fixed = [o for o in opponents if o.split(":")[0] in ("gnugo", "mcts", "random")]
+    return list(zip(fixed, fixed[1:]))
+
+
 def openings(size: int, pairs: int, moves: int, seed: int) -> list[list[int]]:
     """`pairs` distinct openings of `moves` random moves on the central points of a size x size board.
 
@@ -110,9 +117,8 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
         if not _NAME.match(name):
             raise LadderError(f"player or label name {name!r} may only hold letters, digits and _ . + -")
     game = make_game(params.game)
-    size = params.game.size if params.game.name == "go" else params.game.width
     # Go: fixed central openings; Gomoku: the first moves are sampled from the players' own search.
-    opens = openings(size, games // 2, opening_moves, seed) if params.game.name == "go" else None
+    opens = openings(params.game.size, games // 2, opening_moves, seed) if params.game.name == "go" else None
     pa = make_player(player_spec(a, gnugo), params, game, visits, seed)
     pb = make_player(player_spec(b, gnugo), params, game, visits, seed + 1)
     started = time.time()
