@@ -54,3 +54,12 @@ def run_with_terminal_stderr(args, cwd):
     finally:
         os.close(master)
     return proc.returncode, out, drawn
+
+
+@pytest.fixture(scope="module")
+def harness():
+    """A real, temporary Prefect server for the flow tests of one module."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield

@@ -13,14 +13,6 @@ pytestmark = pytest.mark.slow  # a Prefect test server and whole smoke generatio
 
 
 @pytest.fixture(scope="module")
-def harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-
-
-@pytest.fixture(scope="module")
 def two_generations(harness, tmp_path_factory):
     """A workspace after two smoke generations run by the flow."""
     mp = pytest.MonkeyPatch()

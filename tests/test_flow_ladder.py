@@ -12,14 +12,6 @@ TAG = "gomoku-6x6x4"
 
 
 @pytest.fixture(scope="module")
-def harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-
-
-@pytest.fixture(scope="module")
 def laddered(harness, tmp_path_factory):
     """Two smoke generations with the ladder step on, run by zero-loop with shipping."""
     mp = pytest.MonkeyPatch()
