@@ -228,7 +228,6 @@ def zero_ladder(params_file: str = "params.yaml", overrides: list[str] | None = 
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
-    import sys
 
     ap = argparse.ArgumentParser(prog="python -m flows.ladder", description="Run zero-ladder once, in this process.")
     ap.add_argument("--params", default="params.yaml")

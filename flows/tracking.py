@@ -2,10 +2,11 @@
 
 Tracking and registry share one SQLite database (`sqlite:///mlflow.db` at the
 workspace root); artifacts go to `mlartifacts/` beside it. A network is logged
-as `model/state_dict.pt` (plain tensors, read back with `weights_only=True`),
-`model/config.json` (the NetConfig) and `model/meta.json`, never as a pickled
-module or a pt2 export; `fetch_network` rebuilds the very same checkpoint file
-from them, given a registry URI such as `models:/zero-go-9@champion`.
+as the very checkpoint file the pipeline plays, `model/network.pt` (plain
+tensors, config and meta, read back with `weights_only=True`, never a pickled
+module), with its sha256 in `model/network.sha256`; `fetch_network` downloads
+it for a registry URI such as `models:/zero-go-9@champion` and checks it by
+that hash and by the checkpoint's own content check before writing it out.
 
 Every generation's candidate becomes a version of the registered model
 `zero-<game tag>`; `promote` is the one function that moves the `champion` alias.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -37,6 +39,8 @@ from mlflow.exceptions import MlflowException  # noqa: E402
 
 CHAMPION = "champion"
 MODEL_DIR = "model"
+NETWORK_FILE = "network.pt"  # the checkpoint file itself
+NETWORK_HASH = "network.sha256"  # its sha256, `<hex>  network.pt`
 TAG = "zero."  # prefix of every tag the pipeline sets
 # MLflow 3 opens an experiment without this tag on its GenAI page (traces); these are model-training runs.
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
@@ -168,11 +172,19 @@ class Tracker:
 
     # --- networks ---------------------------------------------------------------------------
 
-    def log_network(self, run_id: str, checkpoint: str | Path) -> None:
-        """Log a checkpoint as model/state_dict.pt + model/config.json + model/meta.json."""
+    def log_network(self, run_id: str, checkpoint: str | Path) -> str:
+        """Log a checkpoint file as model/network.pt with model/network.sha256; returns the sha256."""
+        from zero.network import load_checkpoint
+        from zero.shards import file_sha256
+
+        load_checkpoint(checkpoint)  # refuses a corrupt or foreign file with CheckpointError
+        sha = file_sha256(checkpoint)
         with tempfile.TemporaryDirectory() as tmp:
-            for path in checkpoint_to_files(checkpoint, tmp):
-                self.client.log_artifact(run_id, str(path), MODEL_DIR)
+            shutil.copyfile(checkpoint, Path(tmp) / NETWORK_FILE)
+            (Path(tmp) / NETWORK_HASH).write_text(f"{sha}  {NETWORK_FILE}\n")
+            for name in (NETWORK_FILE, NETWORK_HASH):
+                self.client.log_artifact(run_id, str(Path(tmp) / name), MODEL_DIR)
+        return sha
 
     # --- registry ---------------------------------------------------------------------------
 
@@ -221,10 +233,10 @@ class Tracker:
         self.client.set_model_version_tag(self.model, str(version), f"{TAG}promoted", reason)
 
     def fetch_network(self, uri: str, out: str | Path) -> Path:
-        """Rebuild the checkpoint file of a registry URI (`models:/zero-go-9@champion`) at `out`."""
+        """Write the checkpoint file of a registry URI (`models:/zero-go-9@champion`) to `out`, checked by hash."""
         with tempfile.TemporaryDirectory() as tmp:
             local = mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=tmp, tracking_uri=self.uri)
-            files_to_checkpoint(local, out)
+            checked_network(local, uri, out)
         return Path(out)
 
 
@@ -462,42 +474,32 @@ def generation_record(facts: GenerationFacts, tag: str, champ: dict, selfplay: l
     }
 
 
-def checkpoint_to_files(checkpoint: str | Path, out_dir: str | Path) -> list[Path]:
-    """Split a zero checkpoint into state_dict.pt, config.json and meta.json."""
-    import torch
+def checked_network(model_dir: str | Path, source: str, out: str | Path) -> Path:
+    """Copy model_dir's network.pt to `out` (atomically) once its sha256 and content check pass.
 
-    from zero.network import load_checkpoint
-
-    load_checkpoint(checkpoint)  # refuses a corrupt or foreign file with CheckpointError
-    blob = torch.load(checkpoint, map_location="cpu", weights_only=True)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / "state_dict.pt", out_dir / "config.json", out_dir / "meta.json"]
-    torch.save(blob["state_dict"], paths[0])
-    paths[1].write_text(json.dumps(blob["config"], sort_keys=True, indent=1) + "\n")
-    # meta keeps its key order: the rebuilt checkpoint must pickle to the same bytes.
-    paths[2].write_text(json.dumps(blob.get("meta", {}), indent=1) + "\n")
-    return paths
-
-
-def files_to_checkpoint(model_dir: str | Path, out: str | Path) -> Path:
-    """Rebuild a checkpoint (atomically) from state_dict.pt + config.json + meta.json."""
-    import torch
-
-    from zero.network import CheckpointError, net_from_parts, save_checkpoint
+    RegistryError names `source` and what failed: a missing file, a hash that
+    is not the one logged with it, or a file that is not a sound zero checkpoint.
+    """
+    from zero.fileio import atomic_write
+    from zero.network import CheckpointError, load_checkpoint
+    from zero.shards import file_sha256
 
     model_dir = Path(model_dir)
+    network, hash_file = model_dir / NETWORK_FILE, model_dir / NETWORK_HASH
+    if not network.is_file() or not hash_file.is_file():
+        raise RegistryError(f"{source}: not a logged zero network (no {MODEL_DIR}/{NETWORK_FILE} "
+                            f"with {MODEL_DIR}/{NETWORK_HASH})")
+    logged = hash_file.read_text().split()[0] if hash_file.read_text().split() else ""
+    actual = file_sha256(network)
+    if actual != logged:
+        raise RegistryError(f"{source}: {NETWORK_FILE} has sha256 {actual[:12]}, "
+                            f"but {logged[:12] or 'nothing'} was logged with it")
     try:
-        state_dict = torch.load(model_dir / "state_dict.pt", map_location="cpu", weights_only=True)
-        config = json.loads((model_dir / "config.json").read_text())
-        meta = json.loads((model_dir / "meta.json").read_text())
-    except Exception as e:  # missing file, bad JSON, or a pickle that is more than tensors
-        raise RegistryError(f"{model_dir}: not a logged zero network ({type(e).__name__}: {str(e)[:200]})") from None
-    try:
-        net = net_from_parts(config, state_dict)
+        load_checkpoint(network)
     except CheckpointError as e:
-        raise RegistryError(f"{model_dir}: {e}") from None
-    save_checkpoint(net, out, meta)
+        raise RegistryError(f"{source}: {e}") from None
+    with atomic_write(out) as f, open(network, "rb") as src:
+        shutil.copyfileobj(src, f)
     return Path(out)
 
 

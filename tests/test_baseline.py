@@ -38,7 +38,7 @@ def best_move(params, position, rollouts=1000, seed=0):
     game.copy_slot(position.batch, 0, batch, 0)
     player.start(game, batch, 1)
     player.reset(0)
-    actions, _ = player.choose(np.zeros(1, np.int32), np.zeros(1, bool), [None])
+    actions = player.choose(np.zeros(1, np.int32), np.zeros(1, bool), [None]).actions
     return game.action_to_text(int(actions[0]))
 
 

@@ -2,7 +2,6 @@
 nothing the network sees but the colour plane, nothing the rules allow, and negates the score."""
 
 import numpy as np
-import pytest
 
 from zero.games.go import GoPosition
 from zero.games.gomoku import GomokuPosition

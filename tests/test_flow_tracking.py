@@ -29,7 +29,7 @@ def test_network_round_trip_through_the_registry_is_byte_identical(tracker, tiny
     tracker.log_network(run_id, tiny_checkpoint)
     tracker.finish(run_id)
     arts = {a.path for a in tracker.client.list_artifacts(run_id, "model")}
-    assert arts == {"model/state_dict.pt", "model/config.json", "model/meta.json"}
+    assert arts == {"model/network.pt", "model/network.sha256"}
     version = tracker.register(run_id, {"zero.generation": 0})
     tracker.promote(version.version, "first")
     out = tracker.fetch_network(champion_uri("gomoku-6x6x4"), tmp_path / "back.pt")
@@ -86,15 +86,26 @@ def test_step_logger_keeps_every_step(tracker):
     assert sorted(m.step for m in history) == list(range(7))
 
 
-def test_a_model_dir_that_is_not_a_network_is_refused(tmp_path):
-    from flows.tracking import RegistryError, files_to_checkpoint
+def test_a_logged_network_that_is_not_the_one_hashed_or_not_a_network_is_refused(tiny_checkpoint, tmp_path):
+    from flows.tracking import RegistryError, checked_network
+    from zero.shards import file_sha256
 
-    (tmp_path / "state_dict.pt").write_bytes(b"not a zip")
-    (tmp_path / "config.json").write_text("{}")
-    (tmp_path / "meta.json").write_text("{}")
+    d = tmp_path / "model"
+    d.mkdir()
     with pytest.raises(RegistryError, match="not a logged zero network"):
-        files_to_checkpoint(tmp_path, tmp_path / "out.pt")
+        checked_network(d, "models:/x@champion", tmp_path / "out.pt")
+    (d / "network.pt").write_bytes(tiny_checkpoint.read_bytes())
+    (d / "network.sha256").write_text("0" * 64 + "  network.pt\n")
+    with pytest.raises(RegistryError, match="models:/x@champion: network.pt has sha256 .* but 000000000000 was logged"):
+        checked_network(d, "models:/x@champion", tmp_path / "out.pt")
+    (d / "network.pt").write_bytes(b"not a zip")
+    (d / "network.sha256").write_text(file_sha256(d / "network.pt") + "  network.pt\n")
+    with pytest.raises(RegistryError, match="models:/x@champion: .*network.pt"):
+        checked_network(d, "models:/x@champion", tmp_path / "out.pt")
     assert not (tmp_path / "out.pt").exists()
+    (d / "network.pt").write_bytes(tiny_checkpoint.read_bytes())
+    (d / "network.sha256").write_text(file_sha256(tiny_checkpoint) + "  network.pt\n")
+    assert sha(checked_network(d, "models:/x@champion", tmp_path / "out.pt")) == sha(tiny_checkpoint)
 
 
 def test_experiments_are_tagged_as_model_training(tracker, tmp_path):

@@ -26,15 +26,15 @@ def params():
 
 @pytest.fixture(scope="module")
 def engine(params):
-    from zero.engine import Engine
+    from zero.engine import Engine, EngineConfig
 
-    return Engine(params, checkpoint=None, visits=4, seed=0)
+    return Engine(EngineConfig.from_params(params, 4), checkpoint=None, seed=0)
 
 
 def session(params, engine, commands: list[str]) -> list[str]:
     """Run commands through `GtpEngine.run`; the responses, each without its blank line."""
     out = io.StringIO()
-    GtpEngine(params, engine).run(io.StringIO("\n".join(commands) + "\n"), out)
+    GtpEngine(engine).run(io.StringIO("\n".join(commands) + "\n"), out)
     text = out.getvalue()
     assert text.endswith("\n\n")
     return text[:-2].split("\n\n")
@@ -167,12 +167,12 @@ def test_gomoku_is_refused_at_start():
 
 
 def test_checkpoint_limits_board_sizes(params, tmp_path):
-    from zero.engine import Engine
+    from zero.engine import Engine, EngineConfig
     from zero.network import init_checkpoint
 
     path = tmp_path / "net.pt"
     init_checkpoint(params, path, seed=0)
-    gtp = GtpEngine(params, Engine(params, checkpoint=str(path), visits=2))
+    gtp = GtpEngine(Engine(EngineConfig.from_params(params, 2), checkpoint=str(path)))
     assert gtp.handle("boardsize 13") == "? unacceptable size\n\n"
     assert gtp.handle("boardsize 9") == "= \n\n"
     assert gtp.handle("genmove b").startswith("= ")
@@ -216,7 +216,7 @@ class ScriptedEngine:
 
 
 def stand_in(script, size=9):
-    return GtpEngine(load_params(None), ScriptedEngine(size, script))
+    return GtpEngine(ScriptedEngine(size, script))
 
 
 def test_ids_echo_on_success_and_failure():
@@ -385,9 +385,9 @@ def test_every_play_is_accepted_past_move_50_on_5x5():
 
 
 def test_genmove_for_either_colour_at_any_time(params):
-    from zero.engine import Engine
+    from zero.engine import Engine, EngineConfig
 
-    engine = Engine(params, checkpoint=None, visits=4, seed=0)
+    engine = Engine(EngineConfig.from_params(params, 4), checkpoint=None, seed=0)
     r = session(params, engine, [
         "boardsize 5", "clear_board", "genmove b", "genmove b", "genmove w", "genmove w",
         "play b pass", "play w pass", "genmove w", "play b pass", "genmove b", "genmove w",
@@ -399,10 +399,10 @@ def test_genmove_for_either_colour_at_any_time(params):
 def test_genmove_reuses_the_subtree_of_the_moves_played(params):
     import numpy as np
 
-    from zero.engine import Engine
+    from zero.engine import Engine, EngineConfig
 
-    engine = Engine(params, checkpoint=None, visits=40, seed=0)
-    gtp = GtpEngine(params, engine)
+    engine = Engine(EngineConfig.from_params(params, 40), checkpoint=None, seed=0)
+    gtp = GtpEngine(engine)
     mine = gtp.handle("genmove b")[2:].strip()
     tree = engine._search.tree
     a = vertex_to_point(mine, 9, 9)
@@ -458,10 +458,10 @@ def test_time_budget_per_move():
 def test_time_budget_stops_the_search_before_the_visits_cap(params):
     import numpy as np
 
-    from zero.engine import Engine
+    from zero.engine import Engine, EngineConfig
 
-    engine = Engine(params, checkpoint=None, visits=20_000, seed=0)
-    gtp = GtpEngine(params, engine)
+    engine = Engine(EngineConfig.from_params(params, 20_000), checkpoint=None, seed=0)
+    gtp = GtpEngine(engine)
     assert gtp.handle("time_settings 0 1 1") == "= \n\n"  # one second a move
     assert gtp.handle("genmove b").startswith("= ")
     assert 1 <= int(engine._search.tree.root_visits(np.zeros(1, np.int32))[0]) < 20_000
@@ -516,17 +516,17 @@ def test_final_status_list_from_the_engines_view(params, engine):
 
 def passing_engine(params):
     """The real engine, but its search always says pass: cleanup must capture first."""
-    from zero.engine import Engine
+    from zero.engine import Engine, EngineConfig
 
     class Passing(Engine):
         def genmove(self, position, seconds=None, resign=True):
             return position.size * position.size
 
-    return Passing(params, checkpoint=None, visits=2, seed=0)
+    return Passing(EngineConfig.from_params(params, 2), checkpoint=None, seed=0)
 
 
 def test_kgs_genmove_cleanup_captures_dead_stones_before_passing(params):
-    gtp = GtpEngine(params, passing_engine(params))
+    gtp = GtpEngine(passing_engine(params))
     for c in DEAD_STONES[:-1]:
         assert gtp.handle(c) == "= \n\n"
     assert gtp.handle("play w B6") == "= \n\n"  # black to move, a dead white stone at B6
@@ -546,13 +546,13 @@ def test_kgs_genmove_cleanup_captures_dead_stones_before_passing(params):
 
 
 def test_kgs_genmove_cleanup_never_resigns(params):
-    from zero.engine import Engine
+    from zero.engine import Engine, EngineConfig
 
     class Resigning(Engine):
         def genmove(self, position, seconds=None, resign=True):
             return None if resign else super().genmove(position, seconds, resign=False)
 
-    gtp = GtpEngine(params, Resigning(params, checkpoint=None, visits=2, seed=0))
+    gtp = GtpEngine(Resigning(EngineConfig.from_params(params, 2), checkpoint=None, seed=0))
     assert gtp.handle("genmove b") == "= resign\n\n"
     assert re.fullmatch(r"= ([A-HJ][1-9]|pass)\n\n", gtp.handle("kgs-genmove_cleanup b"))
 
@@ -571,7 +571,7 @@ def _infos(line: str) -> list[tuple]:
 
 
 def test_lz_analyze_format_and_errors(params, engine):
-    gtp = GtpEngine(params, engine)
+    gtp = GtpEngine(engine)
     gtp.handle("play b E5")
     response = gtp.handle("7 lz-analyze w 10")
     assert response.startswith("=7\ninfo move ") and response.endswith("\n\n")
@@ -595,13 +595,13 @@ def test_lz_analyze_streams_until_the_next_command(params):
     import threading
     import time
 
-    from zero.engine import Engine
+    from zero.engine import Engine, EngineConfig
 
-    engine = Engine(params, checkpoint=None, visits=20_000, seed=0)
+    engine = Engine(EngineConfig.from_params(params, 20_000), checkpoint=None, seed=0)
     read_fd, write_fd = os.pipe()
     out = io.StringIO()
     with os.fdopen(read_fd) as stdin, os.fdopen(write_fd, "w") as feed:
-        worker = threading.Thread(target=GtpEngine(params, engine).run, args=(stdin, out))
+        worker = threading.Thread(target=GtpEngine(engine).run, args=(stdin, out))
         worker.start()
         feed.write("play b E5\n3 lz-analyze 5\n")
         feed.flush()

@@ -8,7 +8,8 @@ import pytest
 from zero.config import load_params
 from zero.games import make_game
 from zero.gtp_player import GtpEngineError, GtpPlayer
-from zero.match import RandomPlayer, make_player, run_match
+from zero.arena import RandomPlayer
+from zero.match import make_player, run_match
 
 SMALL = ["game.size=5", "network.size=b1c8", "gate.visits=4", "gate.concurrent_games=2"]
 

@@ -2,10 +2,11 @@
 
 import json
 
-import numpy as np
 
 from zero.games import make_game
-from zero.match import MCTSPlayer, RandomPlayer, make_player, play_match, run_match
+from zero.arena import MCTSPlayer, RandomPlayer
+from zero.config import SearchConfig
+from zero.match import make_player, play_match, run_match
 from zero.evaluator import RolloutEvaluator
 
 
@@ -59,7 +60,7 @@ def test_player_a_is_black_in_even_games():
 
 def test_sequential_gate_stops_once_decided(tiny_params):
     game = make_game(tiny_params.game)
-    strong = MCTSPlayer("mcts", RolloutEvaluator(1), 200)
+    strong = MCTSPlayer("mcts", RolloutEvaluator(1), SearchConfig(visits=200))
     weak = RandomPlayer(3)
     out = run_match(game, strong, weak, num_games=40, seed=0, concurrent=2, opening_moves=0,
                     stop_early=(40, 0.55))

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from zero.config import SearchConfig
 from zero.evaluator import NetworkEvaluator, UniformEvaluator, masked_softmax
 from zero.games.gomoku import GomokuGame, GomokuPosition
 from zero.mcts import Search, Tree, add_dirichlet_noise, puct_select
@@ -54,7 +55,6 @@ class FixedEvaluator:
     needs_planes = True
 
     def __init__(self, num_actions, seed=3):
-        rng = np.random.default_rng(seed)
         self.calls = []
         self.weights = None
         self.seed = seed
@@ -82,7 +82,7 @@ def test_backup_alternates_sign_along_the_path():
             legal = inputs.legal.astype(np.float32)
             return legal / legal.sum(1, keepdims=True), np.full(len(slots), 0.5, np.float32)
 
-    search = Search(game, Const(), 1, visits=3, c_puct=1.0)
+    search = Search(game, Const(), 1, SearchConfig(visits=3, c_puct=1.0))
     search.run(batch, np.array([0]))
     t = search.tree
     # first simulation expands the root; each next one expands a child whose value 0.5 is
@@ -95,7 +95,7 @@ def test_backup_alternates_sign_along_the_path():
 def test_root_visits_reach_target_and_tree_stays_within_its_arrays():
     game = GomokuGame(6, 6, 4)
     batch = game.new_batch(2)
-    search = Search(game, UniformEvaluator(), 2, visits=50)
+    search = Search(game, UniformEvaluator(), 2, SearchConfig(visits=50))
     search.run(batch, np.array([0, 1]))
     assert list(search.tree.root_visits(np.array([0, 1]))) == [50, 50]
     assert search.tree.num_nodes.max() <= search.tree.max_nodes
@@ -124,7 +124,7 @@ def test_search_finds_one_move_win(board, expected):
     pos = GomokuPosition.from_ascii(board, k=4)
     assert pos.to_play == 1
     game, batch = pos.game, pos.batch
-    search = Search(game, UniformEvaluator(), 1, visits=400, fpu_reduction=0.0)
+    search = Search(game, UniformEvaluator(), 1, SearchConfig(visits=400, fpu_reduction=0.0))
     search.run(batch, np.array([0]))
     best = int(search.tree.N[0, 0].argmax())
     assert game.action_to_text(best) in expected
@@ -143,7 +143,7 @@ def test_search_finds_the_only_block():
     pos = GomokuPosition.from_ascii(board, k=4, to_play=1)
     game, batch = pos.game, pos.batch
     # with equal priors the plain Q = 0 for unvisited moves lets every reply be tried
-    search = Search(game, UniformEvaluator(), 1, visits=1500, fpu_reduction=0.0)
+    search = Search(game, UniformEvaluator(), 1, SearchConfig(visits=1500, fpu_reduction=0.0))
     search.run(batch, np.array([0]))
     best = int(search.tree.N[0, 0].argmax())
     assert game.action_to_text(best) == "E2"
@@ -166,10 +166,10 @@ def test_batched_and_single_searches_agree():
     batch = game.new_batch(len(positions))
     for j, p in enumerate(positions):
         game.copy_slot(p.batch, 0, batch, j)
-    together = Search(game, FixedEvaluator(game.num_actions), len(positions), visits=60)
+    together = Search(game, FixedEvaluator(game.num_actions), len(positions), SearchConfig(visits=60))
     together.run(batch, np.arange(len(positions), dtype=np.int32))
     for j, p in enumerate(positions):
-        alone = Search(game, FixedEvaluator(game.num_actions), 1, visits=60)
+        alone = Search(game, FixedEvaluator(game.num_actions), 1, SearchConfig(visits=60))
         alone.run(p.batch, np.array([0], np.int32))
         np.testing.assert_array_equal(together.tree.N[j, 0], alone.tree.N[0, 0])
         np.testing.assert_allclose(together.tree.W[j, 0], alone.tree.W[0, 0], rtol=1e-6)
@@ -180,7 +180,7 @@ def test_batched_and_single_searches_agree():
 def test_tree_reuse_keeps_the_subtree_statistics():
     pos = _positions()[1]
     game = pos.game
-    search = Search(game, FixedEvaluator(game.num_actions), 1, visits=200)
+    search = Search(game, FixedEvaluator(game.num_actions), 1, SearchConfig(visits=200))
     search.run(pos.batch, np.array([0]))
     t = search.tree
     a = int(t.N[0, 0].argmax())

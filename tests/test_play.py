@@ -15,10 +15,10 @@ TINY = ["network.size=b1c8", "network.value_hidden=8", "gate.device=cpu", "mcts.
 
 @pytest.fixture(scope="module")
 def go5():
-    from zero.engine import Engine
+    from zero.engine import Engine, EngineConfig
 
     params = load_params(None, TINY + ["game.size=5"])
-    return params, Engine(params, checkpoint=None, visits=2, seed=0)
+    return params, Engine(EngineConfig.from_params(params, 2), checkpoint=None, seed=0)
 
 
 def play(params, engine, lines, colour="black", out=None):
@@ -60,10 +60,10 @@ def test_quit_and_end_of_input(go5):
 
 
 def test_scripted_gomoku_game_finishes():
-    from zero.engine import Engine
+    from zero.engine import Engine, EngineConfig
 
     params = load_params(None, TINY + ["game.name=gomoku", "game.height=5", "game.width=5", "game.k=4"])
-    engine = Engine(params, checkpoint=None, visits=2, seed=0)
+    engine = Engine(EngineConfig.from_params(params, 2), checkpoint=None, seed=0)
     points = [f"{c}{r}" for r in range(1, 6) for c in "ABCDE"]
     text = play(params, engine, ["pass"] + points)
     assert "Gomoku has no pass" in text

@@ -3,7 +3,8 @@
 import re
 
 from zero.games import make_game
-from zero.match import RandomPlayer, play_match, run_match
+from zero.arena import RandomPlayer
+from zero.match import play_match, run_match
 from zero.selfplay import play_shard
 from zero.shards import read_shard
 

@@ -57,12 +57,12 @@ def run_bench(params, seconds: float = 20.0, concurrent: int = 128, visits: int 
     say(f"network alone, batch {concurrent}: {nn_rate:,.0f} positions/s")
 
     # warm the JIT-compiled kernels on a tiny run, then measure
-    play_games(game, NetworkEvaluator(net, sym, 0, device), params.model_copy(update={
-        "selfplay": params.selfplay.model_copy(update={"concurrent_games": 2, "visits": 4})}),
-        num_games=2, seed=0, deadline=time.perf_counter() + 1.0)
+    play_games(game, NetworkEvaluator(net, sym, 0, device), params.selfplay.model_copy(update={"concurrent_games": 2}),
+               params.mcts.search(4), num_games=2, seed=0, deadline=time.perf_counter() + 1.0)
     evaluator = NetworkEvaluator(net, sym, 0, device)
     start = time.perf_counter()
-    records = play_games(game, evaluator, params, num_games=10**6, seed=1, deadline=start + seconds * 0.6)
+    records = play_games(game, evaluator, params.selfplay, params.mcts.search(visits), num_games=10**6, seed=1,
+                         deadline=start + seconds * 0.6)
     elapsed = time.perf_counter() - start
     positions = sum(len(r.moves) for r in records)
     sp_positions = positions / elapsed

@@ -13,6 +13,7 @@ import copy
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -161,6 +162,26 @@ class NetworkConfig(_Section):
         return int(_NET_NAME.match(self.size).group(2))
 
 
+@dataclass(frozen=True)
+class SearchConfig:
+    """What one search needs, built once at an entry point (`MCTSConfig.search`) and passed down.
+
+    visits: root visits at which a search stops.
+    c_puct, fpu_reduction: PUCT constants; unvisited edges take Q = V(node) - fpu_reduction.
+    fpu_value: a fixed Q for unvisited edges instead; 1.0 (a win) tries every legal edge
+        once before any twice, as rules-only searches with equal priors want.
+    dirichlet_weight, dirichlet_alpha: root noise, mixed in when a search is given noise
+        generators (self-play); alpha None scales it to the board (0.03 * 361 / legal moves).
+    """
+
+    visits: int
+    c_puct: float = 1.5
+    fpu_reduction: float = 0.25
+    fpu_value: float | None = None
+    dirichlet_weight: float = 0.25
+    dirichlet_alpha: float | None = None
+
+
 class MCTSConfig(_Section):
     """PUCT search. `dirichlet_alpha: null` scales it to the board: 0.03 * 361 / legal moves."""
 
@@ -169,6 +190,11 @@ class MCTSConfig(_Section):
     dirichlet_alpha: float | None = _float(None, gt=0, le=100)
     dirichlet_weight: float = _float(0.25, ge=0, le=1)
     symmetries: bool = _bool(True)
+
+    def search(self, visits: int) -> SearchConfig:
+        """The search these params describe, stopping at `visits` root visits."""
+        return SearchConfig(visits=int(visits), c_puct=self.c_puct, fpu_reduction=self.fpu_reduction,
+                            dirichlet_weight=self.dirichlet_weight, dirichlet_alpha=self.dirichlet_alpha)
 
 
 class _ComputeSection(_Section):

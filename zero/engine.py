@@ -27,6 +27,7 @@ from typing import Callable
 import numba
 import numpy as np
 
+from zero.config import GameConfig, NetworkConfig, Params, SearchConfig
 from zero.evaluator import NetworkEvaluator
 from zero.games import go_kernels as K
 from zero.games import make_game
@@ -49,35 +50,52 @@ class MoveInfo:
     pv: list[int]  # the move, then the most visited reply at each level below it
 
 
+@dataclass(frozen=True)
+class EngineConfig:
+    """What an engine needs: the rules, the search (its visits are the most a move ever gets), where to run."""
+
+    game: GameConfig
+    search: SearchConfig
+    symmetries: bool = True  # evaluate each leaf in a random board symmetry
+    device: str = "auto"
+    resign_threshold: float = -0.9  # genmove resigns below this value (side to move's view)
+    network: NetworkConfig = NetworkConfig()  # the shape of a freshly initialised network (no checkpoint)
+
+    @classmethod
+    def from_params(cls, params: Params, visits: int | None = None) -> "EngineConfig":
+        """The engine of a params file: its game and search, `gate.visits` unless `visits` is given."""
+        return cls(game=params.game, search=params.mcts.search(visits or params.gate.visits),
+                   symmetries=params.mcts.symmetries, device=params.gate.device,
+                   resign_threshold=params.selfplay.resign_threshold, network=params.network)
+
+
 class Engine:
-    """Chooses moves for positions of the params' game.
+    """Chooses moves for positions of a game.
 
     Args:
-        params: Params; `game` sets the rules, `mcts` the search, `gate.visits` the default visits.
+        config: the game, the search and the device (EngineConfig.from_params builds it from a params file).
         checkpoint: a network checkpoint, or None for a freshly initialised network.
-        visits: root visits per move (default `params.gate.visits`); the most a search ever makes.
         seed: seeds the fresh network, the symmetry draws and the ownership playouts.
         playouts: random playouts behind each ownership estimate (Go).
     """
 
-    def __init__(self, params, checkpoint: str | None = None, visits: int | None = None, seed: int = 0,
-                 playouts: int = 256):
-        self.params = params
+    def __init__(self, config: EngineConfig, checkpoint: str | None = None, seed: int = 0, playouts: int = 256):
+        self.config = config
         self.checkpoint = checkpoint
-        self.visits = visits or params.gate.visits
+        self.visits = config.search.visits
         self.seed = seed
         self.playouts = playouts
-        self.device = pick_device(params.gate.device)
+        self.device = pick_device(config.device)
         self._net = None
         if checkpoint is not None:
             self._net, _ = load_checkpoint(checkpoint, self.device)
-        self._configure(params.game)
+        self._configure(config.game)
 
-    def _configure(self, game_config) -> None:
+    def _configure(self, game_config: GameConfig) -> None:
         game = make_game(game_config)
         net = self._net
         if self.checkpoint is None:
-            net = init_network(self.params.model_copy(update={"game": game_config}), game, self.seed)
+            net = init_network(Params(game=game_config, network=self.config.network), game, self.seed)
             net = net.to(self.device)
         c = net.config
         if (c.height, c.width, c.num_actions, c.in_planes) != (
@@ -87,15 +105,15 @@ class Engine:
                 f"{self.checkpoint}: the network is for a {c.height}x{c.width} board, "
                 f"not {game.height}x{game.width}"
             )
-        self.game, self._net = game, net
-        sym = game.symmetries() if self.params.mcts.symmetries else None
+        self.game, self.game_config, self._net = game, game_config, net
+        sym = game.symmetries() if self.config.symmetries else None
         self.evaluator = NetworkEvaluator(net, sym, self.seed, self.device)
         self._search: Search | None = None  # built for the game of the positions searched
         self._root: tuple[tuple[int, ...], np.ndarray] | None = None  # (moves, hashes) at the tree's root
 
     def set_board(self, **game_fields) -> None:
         """Change the board (e.g. size=13, komi=6.5); CheckpointError if the network cannot play it."""
-        self._configure(self.params.game.model_copy(update=game_fields))
+        self._configure(self.game_config.model_copy(update=game_fields))
 
     # --- search ----------------------------------------------------------------
     def _fit(self, position) -> None:
@@ -111,8 +129,7 @@ class Engine:
         """The search with its root at `position`: the last tree advanced along the moves since, or a new one."""
         s = self._search
         if s is None or s.game is not position.game:
-            mc = self.params.mcts
-            s = self._search = Search(position.game, self.evaluator, 1, self.visits, mc.c_puct, mc.fpu_reduction)
+            s = self._search = Search(position.game, self.evaluator, 1, self.config.search)
             self._root = None
         moves = tuple(position.moves)
         hashes = _hashes(position)
@@ -161,7 +178,7 @@ class Engine:
     def genmove(self, position, seconds: float | None = None, resign: bool = True) -> int | None:
         """The most visited action for the side to move in `position`, or None to resign."""
         policy, value = self.analyse(position, seconds)
-        if resign and value < self.params.selfplay.resign_threshold:
+        if resign and value < self.config.resign_threshold:
             return None
         if not policy.any():  # a finished game: nothing was searched
             return self.game.pass_action if self.game.pass_action >= 0 else None

@@ -175,24 +175,22 @@ class GtpEngine:
     """The GTP state machine: board, komi, clocks, and the engine that picks moves.
 
     Args:
-        params: Params; `game.komi` is the starting komi.
         engine: anything with `game` (a Go Game) and `genmove(position, seconds=None) -> action | None`;
             used where present: `set_board(size=, komi=)` to check a new board size, `dead_stones(position)`
             for final_status_list (else every stone is alive), `cleanup_move(position, seconds)` for
             kgs-genmove_cleanup (else genmove), `think` and `candidates` for lz-analyze.
     """
 
-    def __init__(self, params, engine):
+    def __init__(self, engine):
         game = engine.game
         if game.name != "go":
             raise ValueError(
                 f"GTP is defined for Go only, but the game is {game.name!r} (params game.name); "
                 "use `zero play` to play Gomoku in the terminal"
             )
-        self.params = params
         self.engine = engine
         self.size = game.height
-        self.komi = float(getattr(game, "komi", params.game.komi))
+        self.komi = float(game.komi)  # the starting komi
         self.quit_requested = False
         self.time_settings: tuple[float, float, int] | None = None  # main time, byo-yomi time, stones
         self.time_left: dict[int, tuple[float, int]] = {}  # colour -> (seconds, stones; 0 in main time)
@@ -652,14 +650,14 @@ def run_gtp(params, model: str | None, visits: int | None, stdin: TextIO, stdout
         print(f"zero gtp: error: GTP is defined for Go only, but game.name is {params.game.name!r}; "
               "use `zero play` to play Gomoku in the terminal", file=stderr)
         return 2
-    from zero.engine import Engine
+    from zero.engine import Engine, EngineConfig
 
     try:
-        engine = Engine(params, checkpoint=model, visits=visits)
+        engine = Engine(EngineConfig.from_params(params, visits), checkpoint=model)
     except ValueError as e:  # CheckpointError names the file and what is wrong
         print(f"zero gtp: error: {e}", file=stderr)
         return 2
-    GtpEngine(params, engine).run(stdin, stdout)
+    GtpEngine(engine).run(stdin, stdout)
     return 0
 
 

@@ -12,6 +12,7 @@ import subprocess
 
 import numpy as np
 
+from zero.arena import Choice
 from zero.games.base import Game
 from zero.notation import colour_letter
 
@@ -94,7 +95,7 @@ class GtpPlayer:
         colour = colour_letter(-self.game.to_play(self.batch, slot)).lower()  # the side that just moved
         self.procs[slot].send(f"play {colour} {self.game.action_to_text(action)}")
 
-    def choose(self, slots: np.ndarray, sample: np.ndarray, rngs: list) -> tuple[np.ndarray, np.ndarray]:
+    def choose(self, slots: np.ndarray, sample: np.ndarray, rngs: list) -> Choice:
         """The engine's moves; a resignation comes back as a resign statistic of -inf."""
         actions = np.zeros(len(slots), np.int64)
         stats = np.zeros(len(slots), np.float32)
@@ -111,7 +112,7 @@ class GtpPlayer:
                                      f"under zero's rules (positional superko, no suicide)")
             actions[i] = action
             self._own[slot] = action
-        return actions, stats
+        return Choice(actions, stats)
 
     def close(self) -> None:
         for p in self.procs:

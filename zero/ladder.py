@@ -107,8 +107,8 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     Returns the pairing record (also written to pairings/<a>--<b>--<label>.json).
     """
     from zero.games import make_game
+    from zero.arena import write_sgfs
     from zero.match import make_player, run_match
-    from zero.selfplay import write_sgfs
 
     if games < 2 or games % 2:
         raise LadderError(f"a ladder match is whole colour-swapped pairs: {games} games is not a positive even number")
@@ -128,7 +128,7 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     key = f"{a_name}--{b_name}--{label}"
     tmp_sgf = out_dir / "sgf" / f".{key}.tmp"
     shutil.rmtree(tmp_sgf, ignore_errors=True)
-    write_sgfs(out.records, params, tmp_sgf, key)
+    write_sgfs(out.records, params.game, tmp_sgf, key, event="ladder match")
     final_sgf = out_dir / "sgf" / key
     shutil.rmtree(final_sgf, ignore_errors=True)
     tmp_sgf.replace(final_sgf)

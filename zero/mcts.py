@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from zero.config import SearchConfig
 from zero.games.base import Game
 
 ILLEGAL = np.float32(-1.0)  # prior marking an illegal edge
@@ -275,45 +276,38 @@ class Search:
             `evaluate(game, batch, slots, paths, depth, inputs) -> (priors [L, A], values [L])`,
             priors normalised over the legal actions, values from the leaf's side to move.
         batch_size: number of slots.
-        visits: root visits at which a search stops.
-        c_puct, fpu_reduction: PUCT constants.
-        fpu_value: Q of unvisited edges, in place of the node's value minus
-            fpu_reduction; 1.0 (a win) tries every legal edge once before any
-            twice, as rules-only searches with equal priors want.
+        config: visits, PUCT constants and root noise (`zero.config.SearchConfig`).
     """
 
-    def __init__(self, game: Game, evaluator, batch_size: int, visits: int,
-                 c_puct: float = 1.5, fpu_reduction: float = 0.25, fpu_value: float | None = None):
+    def __init__(self, game: Game, evaluator, batch_size: int, config: SearchConfig):
         self.game = game
         self.evaluator = evaluator
-        self.visits = visits
-        self.c_puct = float(c_puct)
-        self.fpu_reduction = float(fpu_reduction)
-        self.fpu_value = np.nan if fpu_value is None else float(fpu_value)
-        self.tree = Tree.allocate(batch_size, visits + 2, game.num_actions)
-        max_depth = min(visits + 2, game.max_moves + 1)
+        self.config = config
+        self.visits = config.visits  # lowered for a single search by engines that stop on time
+        self.tree = Tree.allocate(batch_size, config.visits + 2, game.num_actions)
+        max_depth = min(config.visits + 2, game.max_moves + 1)
         self._paths = np.zeros((batch_size, max_depth), np.int32)
         self._depth = np.zeros(batch_size, np.int32)
         self._leaves = np.zeros(batch_size, np.int32)
         self.evaluations = 0  # leaves sent to the evaluator (not finished games)
 
-    def run(self, batch, slots: np.ndarray, noise_rngs: list | None = None,
-            noise_weight: float = 0.25, noise_alpha: float | None = None) -> None:
+    def run(self, batch, slots: np.ndarray, noise_rngs: list | None = None) -> None:
         """Search every slot in `slots` until its root has `visits` visits.
 
-        With noise_rngs (one numpy Generator per slot), Dirichlet noise is mixed
-        into each root's priors once the root is expanded.
+        With noise_rngs (one numpy Generator per slot), Dirichlet noise of the
+        config's weight and alpha is mixed into each root's priors once the root is expanded.
         """
         slots = np.asarray(slots, np.int32)
         if len(slots) == 0:
             return
-        t = self.tree
+        t, c = self.tree, self.config
+        fpu_value = np.nan if c.fpu_value is None else float(c.fpu_value)
         noise_pending = np.zeros(len(slots), bool)
         if noise_rngs is not None:
             expanded = t.expanded[slots, 0]
             if expanded.any():
                 idx = np.flatnonzero(expanded)
-                add_dirichlet_noise(t, slots[idx], [noise_rngs[i] for i in idx], noise_weight, noise_alpha)
+                add_dirichlet_noise(t, slots[idx], [noise_rngs[i] for i in idx], c.dirichlet_weight, c.dirichlet_alpha)
             noise_pending = ~expanded
         while True:
             done = t.expanded[slots, 0] & (
@@ -325,7 +319,7 @@ class Search:
             L = len(active)
             paths, depth, leaves = self._paths[:L], self._depth[:L], self._leaves[:L]
             _select(t.N, t.W, t.P, t.child, t.parent, t.action, t.expanded, t.terminal, t.value,
-                    t.num_nodes, active, self.c_puct, self.fpu_reduction, self.fpu_value, paths, depth, leaves)
+                    t.num_nodes, active, float(c.c_puct), float(c.fpu_reduction), fpu_value, paths, depth, leaves)
             inputs = self.game.leaf_inputs(batch, active, paths, depth, want_planes=self.evaluator.needs_planes)
             priors, values = self.evaluator.evaluate(self.game, batch, active, paths, depth, inputs)
             self.evaluations += int(np.isnan(inputs.terminal_value).sum())
@@ -335,5 +329,5 @@ class Search:
                 now = noise_pending & t.expanded[slots, 0]
                 if now.any():
                     idx = np.flatnonzero(now)
-                    add_dirichlet_noise(t, slots[idx], [noise_rngs[i] for i in idx], noise_weight, noise_alpha)
+                    add_dirichlet_noise(t, slots[idx], [noise_rngs[i] for i in idx], c.dirichlet_weight, c.dirichlet_alpha)
                     noise_pending &= ~now

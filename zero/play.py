@@ -117,10 +117,10 @@ def run_play(params, model: str | None, visits: int | None, human_color, stdin: 
     """
     human = _colour(human_color)
     if engine is None:
-        from zero.engine import Engine
+        from zero.engine import Engine, EngineConfig
 
         try:
-            engine = Engine(params, checkpoint=model, visits=visits)
+            engine = Engine(EngineConfig.from_params(params, visits), checkpoint=model)
         except ValueError as e:  # CheckpointError names the file and what is wrong
             print(f"zero play: error: {e}", file=sys.stderr)
             return 2

@@ -1,0 +1,324 @@
+"""The arena: many games at once between two players, the one game loop of self-play and matches.
+
+A player owns the moves of one colour in each game (in self-play one player
+owns both). Every slot of a game batch plays one game at a time; when a game
+ends the slot starts the next until all are played. Game `index` has its own
+seed (derived from the arena's seed and the index) for the moves sampled in
+proportion to the search's visits (temperature 1) during its first
+`sample_moves` moves, for root noise, and, in self-play, for whether it is
+played out without resignation (the calibration share). Player a is black in
+even-numbered games and white in odd ones.
+
+Self-play is `play_arena(player, player, record=True)`: positions are kept
+with their search policy as training targets. A match is two players, the
+first `opening_moves` moves sampled, optionally from fixed openings, and
+optionally stopped once a sequential gate is decided.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from zero.config import GameConfig, SearchConfig
+from zero.fileio import atomic_write_text
+from zero.games import Game
+from zero.mcts import Search
+from zero.notation import result_text
+from zero.shards import pack_planes
+from zero.stats import gate_status
+
+
+@dataclass
+class GameRecord:
+    """One game: its moves, how it ended and, in self-play, its positions' training targets."""
+
+    index: int
+    seed: int
+    no_resign: bool
+    planes: list = field(default_factory=list)  # packed planes of each recorded position
+    policies: list = field(default_factory=list)  # [A] float32 visit distribution of each recorded position
+    to_play: list = field(default_factory=list)  # +1/-1 side to move at each recorded position
+    moves: list = field(default_factory=list)
+    result: int = 0  # black's view
+    resigned: bool = False
+    score: float = 0.0  # Go: Tromp-Taylor score when played out
+    resign_value: list = field(default_factory=lambda: [1.0, 1.0])  # lowest resign statistic, black / white
+
+    def result_text(self) -> str:
+        """SGF RE value: `B+R`, `W+3.5`, `0`, `B+` (Gomoku)."""
+        return result_text(self.result, self.score, self.resigned)
+
+
+class Choice(NamedTuple):
+    """A player's moves for a set of slots."""
+
+    actions: np.ndarray  # [L] int
+    resign: np.ndarray  # [L] float: resign statistic (below the arena's threshold: the mover resigns)
+    policy: np.ndarray | None = None  # [L, A] float32 search policy, the training target in self-play
+
+
+def game_seed(seed: int, index: int) -> int:
+    """The seed of game `index` of an arena seeded `seed`."""
+    return int(np.random.SeedSequence([seed, index]).generate_state(1, np.uint32)[0])
+
+
+def choose_moves(policy: np.ndarray, sample: np.ndarray, rngs: list) -> np.ndarray:
+    """Sample ∝ visits (temperature 1) where `sample`, else the most visited action."""
+    actions = policy.argmax(axis=1)
+    for i in np.flatnonzero(sample):
+        p = policy[i].astype(np.float64)
+        actions[i] = rngs[i].choice(len(p), p=p / p.sum())
+    return actions
+
+
+def write_sgfs(records: list[GameRecord], g: GameConfig, sgf_dir: str | Path, prefix: str,
+               event: str = "self-play") -> list[Path]:
+    """One SGF file per game, named `<prefix>-<index>.sgf`; `event` names the games in their comment."""
+    from zero.sgf import game_to_sgf
+
+    sgf_dir = Path(sgf_dir)
+    sgf_dir.mkdir(parents=True, exist_ok=True)
+    size = {"size": g.size, "komi": g.komi} if g.name == "go" else {"height": g.height, "width": g.width}
+    paths = []
+    for rec in records:
+        text = game_to_sgf(rec.moves, game=g.name, result=rec.result_text(),
+                           comment=f"zero {event}, seed {rec.seed}", **size)
+        path = sgf_dir / f"{prefix}-{rec.index:04d}.sgf"
+        atomic_write_text(path, text)
+        paths.append(path)
+    return paths
+
+
+class RandomPlayer:
+    """Uniformly random legal moves."""
+
+    def __init__(self, seed: int = 0):
+        self.name = "random"
+        self._rng = np.random.default_rng(seed)
+
+    def start(self, game: Game, batch, slots_n: int) -> None:
+        self.game, self.batch = game, batch
+
+    def reset(self, slot: int) -> None:
+        pass
+
+    def observe(self, slot: int, action: int) -> None:
+        pass
+
+    def choose(self, slots: np.ndarray, sample: np.ndarray, rngs: list) -> Choice:
+        actions = np.empty(len(slots), np.int64)
+        for i, s in enumerate(slots):
+            legal = np.flatnonzero(self.game.legal_mask(self.batch, int(s)))
+            actions[i] = self._rng.choice(legal)
+        return Choice(actions, np.zeros(len(slots), np.float32))
+
+
+class MCTSPlayer:
+    """Batched PUCT search with a given evaluator (a network, or random rollouts).
+
+    Args:
+        name: how results and SGF name the player.
+        evaluator: the search's evaluator (zero.mcts.Search).
+        config: visits, PUCT constants and root noise.
+        noise: mix Dirichlet noise into every root (self-play), drawn from each game's generator.
+        reuse_tree: keep the subtree of the move played (the paper); else search each move afresh.
+    """
+
+    def __init__(self, name: str, evaluator, config: SearchConfig, noise: bool = False, reuse_tree: bool = True):
+        self.name = name
+        self.evaluator = evaluator
+        self.config = config
+        self.noise, self.reuse_tree = noise, reuse_tree
+
+    @property
+    def evaluations(self) -> int:
+        """Leaves sent to the evaluator so far (0 before the first game)."""
+        return getattr(getattr(self, "search", None), "evaluations", 0)
+
+    def start(self, game: Game, batch, slots_n: int) -> None:
+        self.game, self.batch = game, batch
+        self.search = Search(game, self.evaluator, slots_n, self.config)
+
+    def reset(self, slot: int) -> None:
+        self.search.tree.reset(slot)
+
+    def observe(self, slot: int, action: int) -> None:
+        if self.reuse_tree:
+            self.search.tree.advance(slot, action)
+        else:
+            self.search.tree.reset(slot)
+
+    def choose(self, slots: np.ndarray, sample: np.ndarray, rngs: list) -> Choice:
+        """Actions for the side to move in each slot, the resign statistic (max of root and best child value)."""
+        self.search.run(self.batch, slots, noise_rngs=rngs if self.noise else None)
+        policy = self.search.tree.root_policy(slots)
+        root_v, best_q = self.search.tree.root_values(slots)
+        return Choice(choose_moves(policy, sample, rngs), np.maximum(root_v, best_q), policy)
+
+
+@dataclass(frozen=True)
+class ArenaRules:
+    """How the games of an arena are played.
+
+    sample_moves: moves at the start of a game chosen ∝ visits (self-play's temperature
+        moves, a match's opening moves); the rest take the most visited move.
+    resign_threshold: a mover whose resign statistic falls below it resigns (-1: never).
+    playout_share: self-play's share of games played out without resignation, drawn
+        from each game's generator; None (matches) draws nothing.
+    record: keep each position's planes and search policy (self-play's training targets).
+    """
+
+    sample_moves: int = 0
+    resign_threshold: float = -1.0
+    playout_share: float | None = None
+    record: bool = False
+
+
+@dataclass
+class ArenaResult:
+    """The records of the games played, in index order, and player a's score."""
+
+    records: list[GameRecord]
+    wins: int = 0
+    losses: int = 0
+    draws: int = 0
+
+
+def play_arena(game: Game, a, b, num_games: int, seed: int, concurrent: int, rules: ArenaRules,
+               first_index: int = 0, openings: list[list[int]] | None = None,
+               stop_early: tuple[int, float] | None = None,
+               progress: Callable[[int, int, int], None] | None = None,
+               deadline: float | None = None) -> ArenaResult:
+    """Play `num_games` games between players a and b (the same object in self-play), `concurrent` at a time.
+
+    Args:
+        first_index: index of the first game in a larger series (colours and seeds follow
+            the global index, so parts of a match or of self-play compose).
+        openings: fixed opening moves, one list per colour-swapped pair of games (game i
+            starts with openings[(i // 2) % len(openings)], played before either player chooses).
+        stop_early: (total_games, threshold) of a sequential gate: start no new game once
+            the gate's outcome is certain whatever the remaining games do.
+        progress: called as progress(games_done, num_games, positions) as each game ends
+            (positions: recorded positions with `rules.record`, else moves played).
+        deadline: a time.perf_counter() value; past it, stop after the moves in progress
+            and return the games as they stand (benchmarks).
+    """
+    arena = _Arena(game, a, b, num_games, seed, max(1, min(concurrent, num_games)), rules, first_index,
+                   openings, stop_early, progress)
+    try:
+        for p in arena.players:
+            p.start(game, arena.batch, arena.slots_n)
+        for slot in range(arena.slots_n):
+            arena.start(slot)
+        while arena.round(deadline):
+            pass
+    finally:
+        for p in arena.players:
+            if hasattr(p, "close"):
+                p.close()
+    return arena.out
+
+
+class _Arena:
+    """The state of one play_arena call: the game batch, the record of each slot, the score."""
+
+    def __init__(self, game, a, b, num_games, seed, slots_n, rules, first_index, openings, stop_early, progress):
+        self.game, self.a, self.b = game, a, b
+        self.players = [a] if a is b else [a, b]
+        self.num_games, self.seed, self.slots_n, self.rules = num_games, seed, slots_n, rules
+        self.first_index, self.openings, self.stop_early, self.progress = first_index, openings, stop_early, progress
+        self.batch = game.new_batch(slots_n)
+        self.out = ArenaResult(records=[])
+        self.slot_rec: list[GameRecord | None] = [None] * slots_n
+        self.rngs: list = [None] * slots_n
+        self.a_color = np.zeros(slots_n, np.int8)  # player a's colour in each slot's game
+        self.positions = 0
+        self._root_path = np.zeros((slots_n, 1), np.int32)
+
+    def decided(self) -> bool:
+        o = self.out
+        return self.stop_early is not None and gate_status(o.wins, o.losses, o.draws, *self.stop_early) != "undecided"
+
+    def start(self, slot: int) -> None:
+        """Start the next game in `slot`, or leave it idle when none is left to play."""
+        if len(self.out.records) >= self.num_games or self.decided():
+            self.slot_rec[slot] = None
+            return
+        index = self.first_index + len(self.out.records)
+        rng = np.random.default_rng(game_seed(self.seed, index))
+        share = self.rules.playout_share
+        rec = GameRecord(index=index, seed=game_seed(self.seed, index),
+                         no_resign=share is not None and bool(rng.random() < share))
+        self.out.records.append(rec)
+        self.slot_rec[slot], self.rngs[slot] = rec, rng
+        self.a_color[slot] = 1 if index % 2 == 0 else -1
+        self.game.reset(self.batch, slot)
+        for p in self.players:
+            p.reset(slot)
+        for act in self.openings[(index // 2) % len(self.openings)] if self.openings else ():
+            self.play(slot, int(act))
+
+    def play(self, slot: int, action: int) -> None:
+        self.game.play(self.batch, slot, action)
+        self.slot_rec[slot].moves.append(action)
+        for p in self.players:
+            p.observe(slot, action)
+
+    def finish(self, slot: int) -> None:
+        """Score the game in `slot` for player a, start the slot's next game, report progress."""
+        rec, o = self.slot_rec[slot], self.out
+        mine = int(rec.result) * int(self.a_color[slot])
+        o.wins, o.losses, o.draws = o.wins + (mine > 0), o.losses + (mine < 0), o.draws + (mine == 0)
+        self.positions += len(rec.planes) if self.rules.record else len(rec.moves)
+        self.start(slot)
+        if self.progress is not None:
+            self.progress(o.wins + o.losses + o.draws, self.num_games, self.positions)
+
+    def round(self, deadline: float | None) -> bool:
+        """One move in every game in progress; False once no game is left (or the deadline has passed)."""
+        game, batch = self.game, self.batch
+        active = np.array([s for s in range(self.slots_n) if self.slot_rec[s] is not None], np.int32)
+        if len(active) == 0 or (deadline is not None and time.perf_counter() > deadline):
+            return False
+        if self.a is self.b:
+            groups = [(self.a, active)]
+        else:
+            a_moves = np.array([game.to_play(batch, s) for s in active]) == self.a_color[active]
+            groups = [(self.a, active[a_moves]), (self.b, active[~a_moves])]
+        for player, slots in groups:
+            if len(slots):
+                self.move(player, slots)
+        return True
+
+    def move(self, player, slots: np.ndarray) -> None:
+        """The player chooses in each of `slots` (its side to move); record, resign or play."""
+        game, batch, rules = self.game, self.batch, self.rules
+        counts = np.array([game.move_count(batch, s) for s in slots])
+        choice = Choice(*player.choose(slots, counts < rules.sample_moves, [self.rngs[s] for s in slots]))
+        if rules.record:
+            n = len(slots)
+            packed = pack_planes(game.leaf_inputs(batch, slots, self._root_path[:n], np.zeros(n, np.int32)).planes)
+        for i, slot in enumerate(slots):
+            rec = self.slot_rec[slot]
+            color = game.to_play(batch, slot)
+            stat = float(choice.resign[i])
+            side = 0 if color == 1 else 1
+            rec.resign_value[side] = min(rec.resign_value[side], stat)
+            if not rec.no_resign and stat < rules.resign_threshold:
+                rec.result, rec.resigned = -color, True
+                self.finish(slot)
+                continue
+            if rules.record:
+                rec.planes.append(packed[i])
+                rec.policies.append(choice.policy[i])
+                rec.to_play.append(color)
+            self.play(slot, int(choice.actions[i]))
+            if game.is_over(batch, slot):
+                rec.result = int(game.outcome(batch, slot))
+                rec.score = float(game.score(batch, slot)) if game.name == "go" else 0.0
+                self.finish(slot)
