@@ -160,7 +160,9 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         if gen.finished():  # a finished generation is never redone (it could move the alias back)
             log.info("zero-generation: %s generation %d has finished already; nothing to do", tag, g)
             return json.loads(gen.record_file.read_text())
-        log.info("zero-generation: %s generation %d in %s (params hash %s)", tag, g, root, params.digest()[:12])
+        params, recipe = stages.generation_params(gen, params)  # visits schedule, calibrated resignation
+        log.info("zero-generation: %s generation %d in %s (params hash %s; self-play %d visits, resign below %.2f)",
+                 tag, g, root, params.digest()[:12], recipe["selfplay_visits"], recipe["resign_threshold"])
         started = time.time()
         lineage.ensure_dvc(root)
         ws.start(gen, params)
@@ -177,6 +179,8 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         record = tracking.generation_record(facts, tag, champ, selfplay, trained, gate, data, run_id, **promoted,
                                             seconds=time.time() - started)
         record["compute"] = machine_compute(record["seconds"], params.pipeline.num_gpus)
+        record["recipe"] = recipe
+        tracker.log_metrics(run_id, {k: v for k, v in recipe.items() if isinstance(v, (int, float))})
         write_json(gen.record_file, record)
         log.info("zero-generation: %s g%04d done in %.0fs: gate %s (%s); champion is version %s", tag, g,
                  record["seconds"], tracking.gate_text(gate), "PASSED" if gate["passed"] else "failed",
@@ -339,7 +343,7 @@ def zero_loop(
     while generations is None or len(done) < generations:
         record = zero_generation(params_file=params_file, overrides=overrides, workdir=workdir)
         done.append(record)
-        if ship and record.get("gate", {}).get("passed"):
+        if ship and record.get("gate", {}).get("promoted", record.get("gate", {}).get("passed")):
             from flows.ship import ship as ship_line
 
             req = GenerationRequest(params_file=params_file, overrides=overrides or [], workdir=workdir)

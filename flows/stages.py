@@ -149,6 +149,33 @@ def shard_stats(path: Path) -> dict:
     }
 
 
+def generation_params(gen: Generation, params) -> tuple[object, dict]:
+    """The params generation g runs with, as the recipe sets them, and what it set.
+
+    Self-play visits follow `selfplay.visits_schedule`. With
+    `selfplay.resign_calibration_rate` above 0, the resign threshold is the
+    highest whose false-positive rate on generation g-1's played-out games
+    stays within that rate (zero.selfplay.calibrate_resign_threshold); the
+    result goes into g's params snapshot, so `dvc repro` plays with it too.
+    """
+    from zero.selfplay import calibrate_resign_threshold, resign_false_positive_rate
+    from zero.shards import read_shard
+
+    sp = params.selfplay.for_generation(gen.g)
+    facts: dict = {"selfplay_visits": sp.visits, "resign_threshold": sp.resign_threshold}
+    rate = sp.resign_calibration_rate
+    shards = sorted(gen.prev.games_dir.glob("shard-*.npz")) if rate > 0 and gen.g > 1 else []
+    if shards:
+        played = [read_shard(p) for p in shards]
+        threshold = calibrate_resign_threshold(played, rate)
+        fp_rate, games = resign_false_positive_rate(played, threshold)
+        if games:
+            sp = sp.model_copy(update={"resign_threshold": threshold})
+            facts.update(resign_threshold=threshold, resign_false_positive_rate=round(fp_rate, 4),
+                         resign_calibration_games=games, resign_calibrated_on=gen.prev.key)
+    return params.model_copy(update={"selfplay": sp}), facts
+
+
 def selfplay_shard(gen: Generation, k: int) -> dict:
     """Play shard k of generation g with the previous generation's champion (skipped if done)."""
     from zero.selfplay import play_shard
@@ -322,12 +349,11 @@ def gate_part(gen: Generation, j: int) -> dict:
             pass
     share_cores(params.gate.threads, params.pipeline.gate_shards)
     tmp_sgf = _fresh_dir(sgf)
-    # A sequential (early-stopping) gate is only exact when one process sees every game.
-    sequential = params.gate.sequential and len(counts) == 1
+    stop = GateTallies(gen, j, len(counts), params.gate.games, params.gate.threshold) if params.gate.sequential else None
     with StepProgress(f"{gen.key} gate part {j}", counts[j], key=f"{gen.key}-gate-{j}") as report:
         result = play_match(
             params, str(gen.candidate), str(gen.prev.champion), counts[j], seed, sgf_dir=tmp_sgf,
-            first_index=sum(counts[:j]), sequential=sequential, progress=report,
+            first_index=sum(counts[:j]), progress=report, stop=stop,
         )
     _publish_dir(tmp_sgf, sgf)
     part = {"part": j, "seed": seed, "first_index": sum(counts[:j]), "scheduled": counts[j], **result.to_dict()}
@@ -335,23 +361,70 @@ def gate_part(gen: Generation, j: int) -> dict:
     return part
 
 
+class GateTallies:
+    """A sequential gate over all its parts: each part's running score in gate/live/part-<j>.json.
+
+    Called as stop(wins, losses, draws) by a part before each new game, it
+    writes the part's own score and sums every part's (finished parts from
+    their results); once the whole gate is decided (zero.stats.gate_status),
+    the part starts no more games. Which games get played can depend on
+    timing; the decision cannot.
+    """
+
+    def __init__(self, gen: Generation, part: int, parts: int, games: int, threshold: float):
+        self.gen, self.part, self.parts, self.games, self.threshold = gen, part, parts, games, threshold
+        self.dir = gen.gate_dir / "live"
+
+    def _read(self, j: int) -> tuple[int, int, int]:
+        for path in (self.gen.gate_part(j), self.dir / f"part-{j}.json"):
+            try:
+                d = json.loads(path.read_text())
+                return int(d["wins"]), int(d["losses"]), int(d["draws"])
+            except (OSError, ValueError, KeyError):
+                continue
+        return 0, 0, 0
+
+    def __call__(self, wins: int, losses: int, draws: int) -> bool:
+        from zero.match import gate_decided
+
+        write_json(self.dir / f"part-{self.part}.json", {"wins": wins, "losses": losses, "draws": draws})
+        total = [wins, losses, draws]
+        for j in range(self.parts):
+            if j != self.part:
+                total = [t + x for t, x in zip(total, self._read(j))]
+        return gate_decided(self.games, self.threshold, *total)
+
+
 def gate_combine(gen: Generation) -> dict:
-    """Sum the parts into gate/result.json with the Elo interval and the pass decision."""
-    from zero.stats import MatchResult, combine, gate_passed
+    """Sum the parts into gate/result.json with the Elo interval, the pass decision and the promotion."""
+    from zero.stats import MatchResult, combine, gate_passed, gate_status
 
     params = load_gen_params(gen)
     parts = [json.loads(gen.gate_part(j).read_text()) for j in range(params.pipeline.gate_shards)]
     total = combine(MatchResult.from_dict(p) for p in parts)
+    g = params.gate
+    played = total.wins + total.losses + total.draws
+    if played < g.games:
+        status = gate_status(total.wins, total.losses, total.draws, g.games, g.threshold)
+        if status == "undecided":
+            raise RuntimeError(f"{gen.gate_dir}: the gate stopped after {played} of {g.games} games undecided "
+                               f"(a part stopped on a stale score); delete {gen.gate_dir} and run the gate again")
+        passed = status == "pass"
+    else:
+        passed = gate_passed(total.wins, total.losses, total.draws, g.threshold)
     result = {
         "generation": gen.g,
         "candidate_sha256": file_sha256(gen.candidate),
         "champion_sha256": file_sha256(gen.prev.champion),
         "threshold": params.gate.threshold,
-        "passed": gate_passed(total.wins, total.losses, total.draws, params.gate.threshold),
+        "passed": passed,
+        "promoted": passed or g.promote == "always",
+        "promote_rule": g.promote,
         "seeds": [p["seed"] for p in parts],
         **total.to_dict(),
     }
     write_json(gen.gate_result, result)
+    shutil.rmtree(gen.gate_dir / "live", ignore_errors=True)  # running scores (GateTallies), timing-dependent
     return result
 
 
@@ -368,13 +441,14 @@ def gate(gen: Generation, workers: int | None = None) -> dict:
 def champion(gen: Generation) -> dict:
     """The champion after generation g: the candidate if it passed the gate, else the previous one."""
     result = json.loads(gen.gate_result.read_text())
-    winner = gen.candidate if result["passed"] else gen.prev.champion
-    if file_sha256(winner) != (result["candidate_sha256"] if result["passed"] else result["champion_sha256"]):
+    promoted = result.get("promoted", result["passed"])
+    winner = gen.candidate if promoted else gen.prev.champion
+    if file_sha256(winner) != (result["candidate_sha256"] if promoted else result["champion_sha256"]):
         raise RuntimeError(f"{winner} is not the network the gate of {gen.name} played")
     tmp = gen.champion.with_name(gen.champion.name + ".tmp")
     shutil.copyfile(winner, tmp)
     tmp.replace(gen.champion)
-    return {"passed": result["passed"], "sha256": file_sha256(gen.champion)}
+    return {"passed": result["passed"], "promoted": promoted, "sha256": file_sha256(gen.champion)}
 
 
 # --- command line -------------------------------------------------------------------------------

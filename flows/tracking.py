@@ -445,7 +445,8 @@ def log_gate(tracker: Tracker, run_id: str, gen, result: dict) -> None:
 
 def register_candidate(tracker: Tracker, gen, run_id: str, facts: GenerationFacts, candidate_sha: str,
                        lock_sha: str, gate: dict, data: dict):
-    """The promotion rule: every candidate becomes a model version; `champion` moves to it only if it passed.
+    """The promotion rule: every candidate becomes a model version; `champion` moves to it only if it passed
+    (or always, under `gate.promote: always`).
 
     Finishes the generation's run. Returns (the candidate's version, the champion's version after it).
     """
@@ -453,6 +454,9 @@ def register_candidate(tracker: Tracker, gen, run_id: str, facts: GenerationFact
     version = tracker.register(run_id, tags, description=f"{gen.key}: candidate trained on {len(data['hashes'])} generation(s)")
     if gate["passed"]:
         tracker.promote(version.version, f"generation {gen.g}: passed the gate ({tags[f'{TAG}gate']})")
+    elif gate.get("promoted"):
+        tracker.promote(version.version, f"generation {gen.g}: promoted without passing (gate.promote: always; "
+                                         f"{tags[f'{TAG}gate']})")
     tracker.set_tags(run_id, {f"{TAG}model_version": version.version, f"{TAG}dvc_lock_sha256": lock_sha})
     tracker.finish(run_id)
     return version, tracker.champion()

@@ -15,7 +15,7 @@ from zero.config import load_params
 def line(tmp_path):
     """Generation 0 and 1 of the smoke line, with params snapshots and generation 0 initialised."""
     params = load_params(REPO / SMOKE, ["pipeline.selfplay_shards=2", "selfplay.games_per_shard=4",
-                                        "train.steps=3", "gate.games=4"])
+                                        "train.steps=3", "gate.games=4", "gate.sequential=false"])
     ws = Workspace(tmp_path)
     gens = [ws.generation(params.game.tag, g) for g in (0, 1)]
     for gen in gens:

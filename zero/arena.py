@@ -12,7 +12,7 @@ even-numbered games and white in odd ones.
 Self-play is `play_arena(player, player, record=True)`: positions are kept
 with their search policy as training targets. A match is two players, the
 first `opening_moves` moves sampled, optionally from fixed openings, and
-optionally stopped once a sequential gate is decided.
+optionally stopped once a sequential gate is decided (zero.match).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from zero.games import Game
 from zero.mcts import Search
 from zero.notation import result_text
 from zero.shards import pack_planes
-from zero.stats import gate_status
 
 
 @dataclass
@@ -60,6 +59,7 @@ class Choice(NamedTuple):
     actions: np.ndarray  # [L] int
     resign: np.ndarray  # [L] float: resign statistic (below the arena's threshold: the mover resigns)
     policy: np.ndarray | None = None  # [L, A] float32 search policy, the training target in self-play
+    record: np.ndarray | None = None  # [L] bool: positions to keep as training targets (None: all)
 
 
 def game_seed(seed: int, index: int) -> int:
@@ -127,13 +127,18 @@ class MCTSPlayer:
         config: visits, PUCT constants and root noise.
         noise: mix Dirichlet noise into every root (self-play), drawn from each game's generator.
         reuse_tree: keep the subtree of the move played (the paper); else search each move afresh.
+        playout_cap: (full_share, fast_visits): playout cap randomization (Wu 2019, KataGo). Each
+            move is a full search (config.visits, noise, kept as a training target) with
+            probability full_share, drawn from the game's generator, else a fast one
+            (fast_visits, no noise, not kept). None: every move is a full search.
     """
 
-    def __init__(self, name: str, evaluator, config: SearchConfig, noise: bool = False, reuse_tree: bool = True):
+    def __init__(self, name: str, evaluator, config: SearchConfig, noise: bool = False, reuse_tree: bool = True,
+                 playout_cap: tuple[float, int] | None = None):
         self.name = name
         self.evaluator = evaluator
         self.config = config
-        self.noise, self.reuse_tree = noise, reuse_tree
+        self.noise, self.reuse_tree, self.playout_cap = noise, reuse_tree, playout_cap
 
     @property
     def evaluations(self) -> int:
@@ -155,10 +160,17 @@ class MCTSPlayer:
 
     def choose(self, slots: np.ndarray, sample: np.ndarray, rngs: list) -> Choice:
         """Actions for the side to move in each slot, the resign statistic (max of root and best child value)."""
-        self.search.run(self.batch, slots, noise_rngs=rngs if self.noise else None)
+        noise = rngs if self.noise else None
+        full = visits = None
+        if self.playout_cap is not None:
+            share, fast_visits = self.playout_cap
+            full = np.array([rng.random() < share for rng in rngs], bool)
+            visits = np.where(full, self.config.visits, fast_visits)
+            noise = None if noise is None else [r if f else None for r, f in zip(noise, full)]
+        self.search.run(self.batch, slots, noise_rngs=noise, visits=visits)
         policy = self.search.tree.root_policy(slots)
         root_v, best_q = self.search.tree.root_values(slots)
-        return Choice(choose_moves(policy, sample, rngs), np.maximum(root_v, best_q), policy)
+        return Choice(choose_moves(policy, sample, rngs), np.maximum(root_v, best_q), policy, full)
 
 
 @dataclass(frozen=True)
@@ -191,7 +203,7 @@ class ArenaResult:
 
 def play_arena(game: Game, a, b, num_games: int, seed: int, concurrent: int, rules: ArenaRules,
                first_index: int = 0, openings: list[list[int]] | None = None,
-               stop_early: tuple[int, float] | None = None,
+               stop: Callable[[int, int, int], bool] | None = None,
                progress: Callable[[int, int, int], None] | None = None,
                deadline: float | None = None) -> ArenaResult:
     """Play `num_games` games between players a and b (the same object in self-play), `concurrent` at a time.
@@ -201,15 +213,15 @@ def play_arena(game: Game, a, b, num_games: int, seed: int, concurrent: int, rul
             the global index, so parts of a match or of self-play compose).
         openings: fixed opening moves, one list per colour-swapped pair of games (game i
             starts with openings[(i // 2) % len(openings)], played before either player chooses).
-        stop_early: (total_games, threshold) of a sequential gate: start no new game once
-            the gate's outcome is certain whatever the remaining games do.
+        stop: called as stop(wins, losses, draws) of player a before each new game; true
+            starts no more (a sequential gate whose outcome is certain).
         progress: called as progress(games_done, num_games, positions) as each game ends
             (positions: recorded positions with `rules.record`, else moves played).
         deadline: a time.perf_counter() value; past it, stop after the moves in progress
             and return the games as they stand (benchmarks).
     """
     arena = _Arena(game, a, b, num_games, seed, max(1, min(concurrent, num_games)), rules, first_index,
-                   openings, stop_early, progress)
+                   openings, stop, progress)
     try:
         for p in arena.players:
             p.start(game, arena.batch, arena.slots_n)
@@ -227,11 +239,11 @@ def play_arena(game: Game, a, b, num_games: int, seed: int, concurrent: int, rul
 class _Arena:
     """The state of one play_arena call: the game batch, the record of each slot, the score."""
 
-    def __init__(self, game, a, b, num_games, seed, slots_n, rules, first_index, openings, stop_early, progress):
+    def __init__(self, game, a, b, num_games, seed, slots_n, rules, first_index, openings, stop, progress):
         self.game, self.a, self.b = game, a, b
         self.players = [a] if a is b else [a, b]
         self.num_games, self.seed, self.slots_n, self.rules = num_games, seed, slots_n, rules
-        self.first_index, self.openings, self.stop_early, self.progress = first_index, openings, stop_early, progress
+        self.first_index, self.openings, self.stop, self.progress = first_index, openings, stop, progress
         self.batch = game.new_batch(slots_n)
         self.out = ArenaResult(records=[])
         self.slot_rec: list[GameRecord | None] = [None] * slots_n
@@ -242,7 +254,7 @@ class _Arena:
 
     def decided(self) -> bool:
         o = self.out
-        return self.stop_early is not None and gate_status(o.wins, o.losses, o.draws, *self.stop_early) != "undecided"
+        return self.stop is not None and self.stop(o.wins, o.losses, o.draws)
 
     def start(self, slot: int) -> None:
         """Start the next game in `slot`, or leave it idle when none is left to play."""
@@ -313,7 +325,7 @@ class _Arena:
                 rec.result, rec.resigned = -color, True
                 self.finish(slot)
                 continue
-            if rules.record:
+            if rules.record and (choice.record is None or choice.record[i]):
                 rec.planes.append(packed[i])
                 rec.policies.append(choice.policy[i])
                 rec.to_play.append(color)

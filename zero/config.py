@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer,
+                      model_validator)
 
 # Upper bounds: generous for real runs, small enough that a typo fails here, not in an allocation.
 MAX_GAMES = 100_000  # games in a shard, a gate or a match
@@ -60,18 +61,23 @@ def read_yaml(text: str) -> Any:
         raise yaml.YAMLError("nested too deeply") from None
 
 
-def _int(default: int, ge: int, le: int):
+# A recipe switch (`switch=True`) is left out of a section's dump while it has its default (off)
+# value, so adding one changes neither the params hash of existing params files nor a shard's bytes.
+_SWITCH = {"switch": True}
+
+
+def _int(default: int, ge: int, le: int, switch: bool = False):
     """A strict integer field (no bools, floats or strings) in [ge, le]."""
-    return Field(default, strict=True, ge=ge, le=le)
+    return Field(default, strict=True, ge=ge, le=le, json_schema_extra=_SWITCH if switch else None)
 
 
-def _float(default: float | None, **bounds):
+def _float(default: float | None, switch: bool = False, **bounds):
     """A strict, finite float field (integers are accepted; bools and strings are not)."""
-    return Field(default, strict=True, allow_inf_nan=False, **bounds)
+    return Field(default, strict=True, allow_inf_nan=False, json_schema_extra=_SWITCH if switch else None, **bounds)
 
 
-def _bool(default: bool):
-    return Field(default, strict=True)
+def _bool(default: bool, switch: bool = False):
+    return Field(default, strict=True, json_schema_extra=_SWITCH if switch else None)
 
 
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d{1,3})?)$")
@@ -108,6 +114,15 @@ def tree_bytes(game: "GameConfig", games_at_once: int, visits: int, players: int
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_serializer(mode="wrap")
+    def _omit_switches_at_default(self, handler):
+        data = handler(self)
+        for name, f in type(self).model_fields.items():
+            default = f.default_factory() if f.default_factory is not None else f.default
+            if f.json_schema_extra == _SWITCH and name in data and getattr(self, name) == default:
+                del data[name]
+        return data
 
 
 class GameConfig(_Section):
@@ -209,7 +224,13 @@ class _ComputeSection(_Section):
         return _device(v)
 
 
+_Generation = Annotated[int, Field(strict=True, ge=0, le=1_000_000)]
+_Visits = Annotated[int, Field(strict=True, ge=1, le=MAX_VISITS)]
+
+
 class SelfPlayConfig(_ComputeSection):
+    """Self-play. The switches below the line are the fast recipe's (README: recipes); off by default."""
+
     games_per_shard: int = _int(64, ge=1, le=MAX_GAMES)
     concurrent_games: int = _int(128, ge=1, le=MAX_CONCURRENT)
     visits: int = _int(100, ge=1, le=MAX_VISITS)
@@ -217,6 +238,28 @@ class SelfPlayConfig(_ComputeSection):
     resign_threshold: float = _float(-0.9, ge=-1, le=1)
     resign_playout_share: float = _float(0.1, ge=0, le=1)
     reuse_tree: bool = _bool(True)
+    # Playout cap randomization (Wu 2019): this share of moves gets `visits`, noise, and is recorded as
+    # a training target; the rest get `fast_visits`, no noise, and are not recorded. 1: every move (off).
+    full_search_share: float = _float(1.0, gt=0, le=1, switch=True)
+    fast_visits: int = _int(0, ge=0, le=MAX_VISITS, switch=True)
+    # Resignation calibrated by the pipeline: each generation's threshold is the highest whose
+    # false-positive rate on the previous generation's played-out games stays under this (0: off).
+    resign_calibration_rate: float = _float(0.0, ge=0, lt=1, switch=True)
+    # Visits that grow over generations: [[generation, visits], ...], the last entry at or below g applies.
+    visits_schedule: list[tuple[_Generation, _Visits]] = Field(default_factory=list, max_length=1000,
+                                                                json_schema_extra=_SWITCH)
+
+    @model_validator(mode="after")
+    def _fast_visits_fit(self) -> "SelfPlayConfig":
+        if self.full_search_share < 1 and not 1 <= self.fast_visits < self.visits:
+            raise ValueError(f"fast_visits={self.fast_visits}: with full_search_share {self.full_search_share} "
+                             f"it must be at least 1 and below visits={self.visits}")
+        return self
+
+    def for_generation(self, g: int) -> "SelfPlayConfig":
+        """This section with the visits of `visits_schedule` at generation g."""
+        steps = [v for start, v in sorted(self.visits_schedule) if start <= g]
+        return self.model_copy(update={"visits": steps[-1]}) if steps else self
 
 
 class TrainConfig(_ComputeSection):
@@ -238,7 +281,10 @@ class GateConfig(_ComputeSection):
     visits: int = _int(100, ge=1, le=MAX_VISITS)
     concurrent_games: int = _int(100, ge=1, le=MAX_CONCURRENT)
     opening_moves: int = _int(6, ge=0, le=MAX_MOVES)
-    sequential: bool = _bool(True)
+    sequential: bool = _bool(True)  # stop once the outcome is certain, over all gate parts' games
+    # "gate": the candidate replaces the champion only if it passes (the paper); "always": it always
+    # does, the match still played and logged (AlphaZero's continuous update).
+    promote: Literal["gate", "always"] = Field("gate", json_schema_extra=_SWITCH)
 
 
 class PipelineConfig(_Section):

@@ -9,8 +9,10 @@ search tree and reuses it across moves, its own and the opponent's.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 
 from zero.arena import ArenaRules, GameRecord, MCTSPlayer, RandomPlayer, play_arena, write_sgfs
@@ -18,7 +20,7 @@ from zero.config import SearchConfig
 from zero.evaluator import NetworkEvaluator, RolloutEvaluator
 from zero.games import Game, make_game
 from zero.network import init_network, load_checkpoint, pick_device, set_threads
-from zero.stats import MatchResult
+from zero.stats import MatchResult, gate_status
 
 
 # c_puct of `mcts:N` (equal priors 1/A, rollout values in [-1, 1]); on Gomoku 6x6 k=4 at 1,000
@@ -56,6 +58,11 @@ def make_player(spec: str, params, game: Game, visits: int, seed: int = 0):
     return MCTSPlayer(Path(spec).name, NetworkEvaluator(net, sym, seed, device), mc.search(visits))
 
 
+def gate_decided(games: int, threshold: float, wins: int, losses: int, draws: int) -> bool:
+    """Whether a gate of `games` games at `threshold` is decided, whatever the games not yet played do."""
+    return gate_status(wins, losses, draws, games, threshold) != "undecided"
+
+
 @dataclass
 class MatchGames:
     """A match's result and its game records (for SGF)."""
@@ -66,7 +73,8 @@ class MatchGames:
 
 def run_match(game: Game, a, b, num_games: int, seed: int, concurrent: int = 64, opening_moves: int = 6,
               resign_threshold: float = -1.0, stop_early: tuple[int, float] | None = None,
-              first_index: int = 0, openings: list[list[int]] | None = None, progress=None) -> MatchGames:
+              first_index: int = 0, openings: list[list[int]] | None = None, progress=None,
+              stop: Callable[[int, int, int], bool] | None = None) -> MatchGames:
     """Play `num_games` games between players a and b in the arena (zero.arena.play_arena).
 
     Args:
@@ -78,19 +86,24 @@ def run_match(game: Game, a, b, num_games: int, seed: int, concurrent: int = 64,
             new games once the gate's outcome is certain whatever the rest do.
         first_index: index of this match's first game in a larger match (colours
             and seeds follow the global index, so shards of a match compose).
+        stop: in place of stop_early, any rule stop(wins, losses, draws) -> bool checked
+            before each new game (a gate played in parts: gate_stop over all parts' tallies).
     """
+    if stop is None and stop_early is not None:
+        stop = functools.partial(gate_decided, *stop_early)
     rules = ArenaRules(sample_moves=opening_moves, resign_threshold=resign_threshold)
     out = play_arena(game, a, b, num_games, seed, concurrent, rules, first_index=first_index, openings=openings,
-                     stop_early=stop_early, progress=progress)
+                     stop=stop, progress=progress)
     return MatchGames(MatchResult(wins=out.wins, losses=out.losses, draws=out.draws), out.records)
 
 
 def play_match(params, a: str, b: str, num_games: int, seed: int, sgf_dir: str | Path | None = None,
                visits: int | None = None, first_index: int = 0, sequential: bool = False,
-               progress=None) -> MatchResult:
+               progress=None, stop: Callable[[int, int, int], bool] | None = None) -> MatchResult:
     """Play a match between two player specs (checkpoint paths, `random`, `mcts:N`, `init`).
 
-    With sequential, stops early once a `params.gate` gate of `num_games` games is decided.
+    With sequential, stops early once a `params.gate` gate of `num_games` games is decided;
+    `stop` is run_match's, for a gate whose decision spans several parts.
     `progress` is run_match's: progress(games_done, num_games, positions) as each game ends.
     """
     game = make_game(params.game)
@@ -99,9 +112,9 @@ def play_match(params, a: str, b: str, num_games: int, seed: int, sgf_dir: str |
     visits = visits or g.visits
     pa = make_player(a, params, game, visits, seed)
     pb = make_player(b, params, game, visits, seed + 1)
-    stop = (num_games, g.threshold) if sequential else None
+    stop_early = (num_games, g.threshold) if sequential else None
     out = run_match(game, pa, pb, num_games, seed, g.concurrent_games, g.opening_moves,
-                    params.selfplay.resign_threshold, stop, first_index, progress=progress)
+                    params.selfplay.resign_threshold, stop_early, first_index, progress=progress, stop=stop)
     if sgf_dir is not None:
         write_sgfs(out.records, params.game, sgf_dir, "match", event="match")
     return out.result

@@ -291,27 +291,32 @@ class Search:
         self._leaves = np.zeros(batch_size, np.int32)
         self.evaluations = 0  # leaves sent to the evaluator (not finished games)
 
-    def run(self, batch, slots: np.ndarray, noise_rngs: list | None = None) -> None:
+    def run(self, batch, slots: np.ndarray, noise_rngs: list | None = None,
+            visits: np.ndarray | None = None) -> None:
         """Search every slot in `slots` until its root has `visits` visits.
 
-        With noise_rngs (one numpy Generator per slot), Dirichlet noise of the
-        config's weight and alpha is mixed into each root's priors once the root is expanded.
+        With noise_rngs (one numpy Generator per slot, or None for a slot searched
+        without noise), Dirichlet noise of the config's weight and alpha is mixed
+        into each root's priors once the root is expanded. `visits` ([len(slots)]
+        int, each at most the config's) stops each slot at its own count.
         """
         slots = np.asarray(slots, np.int32)
         if len(slots) == 0:
             return
         t, c = self.tree, self.config
+        target = self.visits if visits is None else np.minimum(np.asarray(visits), self.visits)
         fpu_value = np.nan if c.fpu_value is None else float(c.fpu_value)
         noise_pending = np.zeros(len(slots), bool)
         if noise_rngs is not None:
+            wants = np.array([r is not None for r in noise_rngs], bool)
             expanded = t.expanded[slots, 0]
-            if expanded.any():
-                idx = np.flatnonzero(expanded)
+            if (expanded & wants).any():
+                idx = np.flatnonzero(expanded & wants)
                 add_dirichlet_noise(t, slots[idx], [noise_rngs[i] for i in idx], c.dirichlet_weight, c.dirichlet_alpha)
-            noise_pending = ~expanded
+            noise_pending = ~expanded & wants
         while True:
             done = t.expanded[slots, 0] & (
-                (t.root_visits(slots) >= self.visits) | ~np.isnan(t.terminal[slots, 0])
+                (t.root_visits(slots) >= target) | ~np.isnan(t.terminal[slots, 0])
             )
             active = slots[~done]
             if len(active) == 0:

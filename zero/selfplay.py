@@ -31,7 +31,8 @@ def play_games(game: Game, evaluator, selfplay: SelfPlayConfig, search: SearchCo
     `progress` is called as progress(games_done, num_games, positions) each time
     a game ends (positions: those recorded in the games done so far).
     """
-    player = MCTSPlayer("self-play", evaluator, search, noise=True, reuse_tree=selfplay.reuse_tree)
+    cap = (selfplay.full_search_share, selfplay.fast_visits) if selfplay.full_search_share < 1 else None
+    player = MCTSPlayer("self-play", evaluator, search, noise=True, reuse_tree=selfplay.reuse_tree, playout_cap=cap)
     rules = ArenaRules(sample_moves=selfplay.temperature_moves, resign_threshold=selfplay.resign_threshold,
                        playout_share=selfplay.resign_playout_share, record=True)
     return play_arena(game, player, player, num_games, seed, selfplay.concurrent_games, rules,
