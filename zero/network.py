@@ -36,6 +36,7 @@ from zero.config import MAX_NETWORK_BYTES, network_parameters
 from zero.fileio import atomic_write
 
 CHECKPOINT_FORMAT = "zero-checkpoint-v1"
+SCORE_MULTIPLIER = 20.0  # the score head's output times this is the score in points (as KataGo's score mean)
 CHECKSUM_KEY = "content_sha256"  # in a checkpoint's meta: sha256 of its config, weights and other meta
 
 
@@ -183,7 +184,7 @@ class ZeroNet(nn.Module):
         hidden = self.value_fc[1](self.value_fc[0](self.value_conv(h).flatten(1)))  # value_fc[:2], [B, hidden]
         value = torch.tanh(self.value_fc[2](hidden)).squeeze(1)
         ownership = torch.tanh(self.ownership_conv(h).flatten(1))
-        score = self.score_fc(hidden).squeeze(1) * (self.config.height * self.config.width)
+        score = self.score_fc(hidden).squeeze(1) * SCORE_MULTIPLIER
         return logits, value, ownership, score
 
 
