@@ -53,3 +53,35 @@ def test_missing_file_is_named(tmp_path):
 def test_digest_changes_with_any_value():
     assert load_params(None).digest() == load_params(None).digest()
     assert load_params(None).digest() != load_params(None, ["mcts.c_puct=2.0"]).digest()
+
+
+# The params hash of the defaults, as recorded before the fast-recipe switches were added: a switch that
+# is off must leave every earlier params file's hash (and so its recorded lineage) as it was.
+DEFAULTS_DIGEST = "d9608527662bb5b5fc21137063f9d475fe90619011816a67667d28c43c7ad0cf"
+
+
+def test_switches_that_are_off_keep_the_params_hash():
+    assert load_params(None).digest() == DEFAULTS_DIGEST
+    explicit = ["network.global_pooling=false", "network.aux_heads=false", "train.holdout_share=0",
+                "train.mixed_precision=false", "train.max_samples_per_position=null", "train.ownership_weight=1.5"]
+    assert load_params(None, explicit).digest() == DEFAULTS_DIGEST
+
+
+@pytest.mark.parametrize("override", [
+    "network.global_pooling=true", "network.global_pooling_every=2", "network.aux_heads=true",
+    "train.score_weight=0.1", "train.max_samples_per_position=4", "train.holdout_share=0.05",
+    "train.mixed_precision=true",
+])
+def test_each_switch_enters_the_params_hash(override):
+    assert load_params(None, [override]).digest() != DEFAULTS_DIGEST
+
+
+@pytest.mark.parametrize("override,field", [
+    ("train.holdout_share=1", "train.holdout_share"),
+    ("train.max_samples_per_position=0", "train.max_samples_per_position"),
+    ("network.global_pooling=1", "network.global_pooling"),
+    ("network.global_pooling_every=0", "network.global_pooling_every"),
+])
+def test_bad_switch_values_name_the_field(override, field):
+    with pytest.raises(ConfigError, match=field):
+        load_params(None, [override])

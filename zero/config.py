@@ -90,14 +90,19 @@ def _device(v: str) -> str:
 
 
 def network_parameters(in_planes: int, height: int, width: int, num_actions: int, blocks: int, filters: int,
-                       value_hidden: int = 64) -> int:
+                       value_hidden: int = 64, pooling_every: int = 0, pooling_channels: int = 0,
+                       aux_heads: bool = False) -> int:
     """The number of trainable parameters of network.ZeroNet for these sizes."""
     c, hw = filters, height * width
     stem = in_planes * c * 9 + 2 * c
     trunk = blocks * (2 * c * c * 9 + 4 * c)
+    if pooling_every > 0:
+        pooled_blocks = (blocks - 1) // pooling_every + 1
+        trunk += pooled_blocks * (c * pooling_channels + 2 * pooling_channels + 3 * pooling_channels * c + c)
     policy = 2 * c + 2 * 2 + 2 * hw * num_actions + num_actions
     value = c + 2 + hw * value_hidden + value_hidden + value_hidden + 1
-    return stem + trunk + policy + value
+    aux = (c + 1 + value_hidden + 1) if aux_heads else 0
+    return stem + trunk + policy + value + aux
 
 
 def board_shape(game: "GameConfig") -> tuple[int, int, int]:
@@ -153,10 +158,20 @@ _NET_NAME = re.compile(r"^b(\d+)c(\d+)$")
 
 
 class NetworkConfig(_Section):
-    """Residual trunk size by name, e.g. `b6c64` (6 blocks of 64 filters)."""
+    """Residual trunk size by name, e.g. `b6c64` (6 blocks of 64 filters).
+
+    Switches of KataGo's recipe (Wu 2019, "Accelerating Self-Play Learning in Go"), off by default:
+    `global_pooling` gives the last residual block and every `global_pooling_every`-th before it a
+    global-pooling bias over `global_pooling_channels` channels (0: a quarter of the filters);
+    `aux_heads` adds the ownership and score heads trained on Go's auxiliary targets.
+    """
 
     size: str = Field("b6c64", strict=True, max_length=32)
     value_hidden: int = _int(64, ge=1, le=4096)
+    global_pooling: bool = _bool(False)
+    global_pooling_every: int = _int(3, ge=1, le=MAX_BLOCKS)
+    global_pooling_channels: int = _int(0, ge=0, le=MAX_FILTERS)
+    aux_heads: bool = _bool(False)
 
     @field_validator("size")
     @classmethod
@@ -175,6 +190,18 @@ class NetworkConfig(_Section):
     @property
     def filters(self) -> int:
         return int(_NET_NAME.match(self.size).group(2))
+
+    @property
+    def pooling_channels(self) -> int:
+        """Channels pooled in a global-pooling block."""
+        return self.global_pooling_channels or max(1, self.filters // 4)
+
+    def parameter_sizes(self) -> dict:
+        """The trunk's and heads' sizes as network_parameters takes them."""
+        return {"blocks": self.blocks, "filters": self.filters, "value_hidden": self.value_hidden,
+                "pooling_every": self.global_pooling_every if self.global_pooling else 0,
+                "pooling_channels": self.pooling_channels if self.global_pooling else 0,
+                "aux_heads": self.aux_heads}
 
 
 @dataclass(frozen=True)
@@ -263,6 +290,16 @@ class SelfPlayConfig(_ComputeSection):
 
 
 class TrainConfig(_ComputeSection):
+    """Training. The switches after max_window_positions are off by default (the paper's recipe):
+
+    ownership_weight, score_weight: weights of the auxiliary losses (network.aux_heads; KataGo's 1.5 on
+        the per-point ownership cross-entropy, and a Huber loss on the score in points).
+    max_samples_per_position: cap on the expected number of times a position is drawn over its life
+        in the window (samples per training / new positions per generation); fewer steps when above it.
+    holdout_share: share of the newest generation's games held out of training, for a held-out loss.
+    mixed_precision: bf16 autocast on CUDA; no effect on the CPU.
+    """
+
     batch_size: int = _int(256, ge=1, le=MAX_BATCH)
     steps: int = _int(1000, ge=1, le=MAX_STEPS)
     learning_rate: float = _float(0.02, gt=0, le=10)
@@ -273,6 +310,11 @@ class TrainConfig(_ComputeSection):
     weight_decay: float = _float(1e-4, ge=0, le=1)
     window_generations: int = _int(4, ge=1, le=100_000)
     max_window_positions: int = _int(500_000, ge=1, le=1_000_000_000)
+    ownership_weight: float = _float(1.5, ge=0, le=100)
+    score_weight: float = _float(0.02, ge=0, le=100)
+    max_samples_per_position: float | None = _float(None, gt=0, le=1_000_000)
+    holdout_share: float = _float(0.0, ge=0, lt=1)
+    mixed_precision: bool = _bool(False)
 
 
 class GateConfig(_ComputeSection):
@@ -354,7 +396,7 @@ class Params(_Section):
     def _fits_in_memory(self) -> "Params":
         planes, points, actions = board_shape(self.game)
         net = self.network
-        size = 4 * network_parameters(planes, 1, points, actions, net.blocks, net.filters, net.value_hidden)
+        size = 4 * network_parameters(planes, 1, points, actions, **net.parameter_sizes())
         if size > MAX_NETWORK_BYTES:
             raise ValueError(
                 f"network.size: {net.size} on {self.game.tag} needs {size / 2**30:.1f} GiB of weights, "
@@ -375,9 +417,27 @@ class Params(_Section):
         return self
 
     def digest(self) -> str:
-        """sha256 of the canonical JSON of every value: the params hash."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        """sha256 of the canonical JSON of every value: the params hash.
+
+        A field of LATER_FIELDS enters only when it differs from its default, so
+        adding a switch that is off keeps the hash of every earlier params file.
+        """
+        data = self.model_dump(mode="json")
+        for section, names in LATER_FIELDS.items():
+            default = type(getattr(self, section))()
+            for name in names:
+                if getattr(getattr(self, section), name) == getattr(default, name):
+                    del data[section][name]
+        text = json.dumps(data, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
+
+
+# Fields added after params hashes were first recorded (see Params.digest), by section.
+LATER_FIELDS = {
+    "network": ("global_pooling", "global_pooling_every", "global_pooling_channels", "aux_heads"),
+    "train": ("ownership_weight", "score_weight", "max_samples_per_position", "holdout_share",
+              "mixed_precision"),
+}
 
 
 def _describe(err: ValidationError, source: str) -> str:

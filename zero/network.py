@@ -2,6 +2,11 @@
 
 A trunk of B residual blocks of C filters (3x3 conv, batch norm, ReLU, skip),
 a policy head giving logits over the game's actions and a value head (tanh).
+Two switches of the config, both off in the paper's recipe, follow KataGo
+(Wu, "Accelerating Self-Play Learning in Go", 2019): global-pooling biases in
+some residual blocks, and auxiliary heads for the final ownership of each
+point and the final score. A config with both off builds exactly the paper's
+network, and its checkpoint config lists none of their fields.
 The network's config travels inside every checkpoint; checkpoints are written
 atomically (temp file, then rename) and read with `weights_only=True`, so a
 checkpoint holds tensors and plain values only and can never run code.
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import zipfile
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -30,6 +36,7 @@ from zero.config import MAX_NETWORK_BYTES, network_parameters
 from zero.fileio import atomic_write
 
 CHECKPOINT_FORMAT = "zero-checkpoint-v1"
+SCORE_MULTIPLIER = 20.0  # the score head's output times this is the score in points (as KataGo's score mean)
 CHECKSUM_KEY = "content_sha256"  # in a checkpoint's meta: sha256 of its config, weights and other meta
 
 
@@ -39,7 +46,13 @@ class CheckpointError(ValueError):
 
 @dataclass(frozen=True)
 class NetConfig:
-    """Everything needed to rebuild a network: stored in its checkpoint."""
+    """Everything needed to rebuild a network: stored in its checkpoint.
+
+    pooling_every: 0 for no global pooling; k > 0 gives the last residual block
+        and every k-th block before it a global-pooling bias (`pooling_blocks`).
+    pooling_channels: channels pooled in each such block (0 when pooling is off).
+    aux_heads: the ownership and score heads (Go's auxiliary targets).
+    """
 
     in_planes: int
     height: int
@@ -48,6 +61,27 @@ class NetConfig:
     blocks: int
     filters: int
     value_hidden: int = 64
+    pooling_every: int = 0
+    pooling_channels: int = 0
+    aux_heads: bool = False
+
+    @property
+    def pooling_blocks(self) -> tuple[int, ...]:
+        """Indices of the residual blocks with a global-pooling bias: the last, and every k-th before it."""
+        if self.pooling_every <= 0:
+            return ()
+        return tuple(i for i in range(self.blocks) if (self.blocks - 1 - i) % self.pooling_every == 0)
+
+
+# Fields added to NetConfig after checkpoints were first recorded, with the value that means "off". A
+# checkpoint's config lists them only when they differ from it, so a network with the switches off is
+# written byte for byte as before, and older checkpoints (without them) load as that network.
+LATER_FIELDS = {"pooling_every": 0, "pooling_channels": 0, "aux_heads": False}
+
+
+def config_dict(config: NetConfig) -> dict:
+    """The config as stored in a checkpoint: LATER_FIELDS left out while they hold their off value."""
+    return {k: v for k, v in asdict(config).items() if k not in LATER_FIELDS or v != LATER_FIELDS[k]}
 
 
 class ResidualBlock(nn.Module):
@@ -64,11 +98,50 @@ class ResidualBlock(nn.Module):
         return F.relu(x + y)
 
 
+def global_pool(g: torch.Tensor) -> torch.Tensor:
+    """KataGo's global pooling of [B, C, H, W] features -> [B, 3C]: per channel the mean, the mean
+    scaled by (sqrt(H*W) - 14) / 10 (so the network can tell board sizes apart), and the max.
+
+    (Wu 2019, "Accelerating Self-Play Learning in Go", section 3.3.)
+    """
+    mean = g.mean(dim=(2, 3))
+    scale = (math.sqrt(g.shape[2] * g.shape[3]) - 14.0) / 10.0
+    return torch.cat([mean, mean * scale, g.amax(dim=(2, 3))], dim=1)
+
+
+class GlobalPoolingBlock(ResidualBlock):
+    """A residual block whose inner features get a per-channel bias computed from the whole board.
+
+    A 1x1 conv (batch norm, ReLU) gives `pooled` channels from the block's input;
+    their global pool (`global_pool`) goes through a linear layer to one bias per
+    filter, added after the block's first conv. Global context such as the
+    number of ko threats or which side is ahead reaches every point in one block
+    (Wu 2019, section 3.3; KataGo adds the bias inside its residual blocks the same way).
+    """
+
+    def __init__(self, filters: int, pooled: int):
+        super().__init__(filters)
+        self.pool_conv = nn.Conv2d(filters, pooled, 1, bias=False)
+        self.pool_bn = nn.BatchNorm2d(pooled)
+        self.pool_fc = nn.Linear(3 * pooled, filters)
+
+    def pooled_bias(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, C, H, W] block input -> [B, filters] bias."""
+        return self.pool_fc(global_pool(F.relu(self.pool_bn(self.pool_conv(x)))))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = y + self.pooled_bias(x)[:, :, None, None]
+        y = self.bn2(self.conv2(y))
+        return F.relu(x + y)
+
+
 class ZeroNet(nn.Module):
     """AlphaGo Zero's two-headed ResNet.
 
     forward(x: [B, in_planes, H, W] float32) -> (logits [B, A], value [B] in (-1, 1)),
-    the value from the point of view of the side to move.
+    the value from the point of view of the side to move. With `aux_heads`,
+    `forward_aux` also gives the ownership and score heads.
     """
 
     def __init__(self, config: NetConfig):
@@ -78,7 +151,11 @@ class ZeroNet(nn.Module):
         self.stem = nn.Sequential(
             nn.Conv2d(config.in_planes, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU()
         )
-        self.trunk = nn.Sequential(*[ResidualBlock(c) for _ in range(config.blocks)])
+        pooled = set(config.pooling_blocks)
+        self.trunk = nn.Sequential(*[
+            GlobalPoolingBlock(c, config.pooling_channels) if i in pooled else ResidualBlock(c)
+            for i in range(config.blocks)
+        ])
         self.policy_conv = nn.Sequential(nn.Conv2d(c, 2, 1, bias=False), nn.BatchNorm2d(2), nn.ReLU())
         self.policy_fc = nn.Linear(2 * hw, config.num_actions)
         self.value_conv = nn.Sequential(nn.Conv2d(c, 1, 1, bias=False), nn.BatchNorm2d(1), nn.ReLU())
@@ -86,23 +163,45 @@ class ZeroNet(nn.Module):
             nn.Linear(hw, config.value_hidden), nn.ReLU(), nn.Linear(config.value_hidden, 1)
         )
 
+        if config.aux_heads:
+            # KataGo's ownership head (tanh per point) and a score head beside the value's hidden layer.
+            self.ownership_conv = nn.Conv2d(c, 1, 1)
+            self.score_fc = nn.Linear(config.value_hidden, 1)
+
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         h = self.trunk(self.stem(x))
         logits = self.policy_fc(self.policy_conv(h).flatten(1))
         value = torch.tanh(self.value_fc(self.value_conv(h).flatten(1))).squeeze(1)
         return logits, value
 
+    def forward_aux(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(logits [B, A], value [B], ownership [B, H*W] in (-1, 1), score [B] in points), all from
+        the side to move's view; needs `aux_heads`."""
+        if not self.config.aux_heads:
+            raise ValueError("this network has no auxiliary heads (network.aux_heads is off)")
+        h = self.trunk(self.stem(x))
+        logits = self.policy_fc(self.policy_conv(h).flatten(1))
+        hidden = self.value_fc[1](self.value_fc[0](self.value_conv(h).flatten(1)))  # value_fc[:2], [B, hidden]
+        value = torch.tanh(self.value_fc[2](hidden)).squeeze(1)
+        ownership = torch.tanh(self.ownership_conv(h).flatten(1))
+        score = self.score_fc(hidden).squeeze(1) * SCORE_MULTIPLIER
+        return logits, value, ownership, score
+
 
 def net_config_for(params, game) -> NetConfig:
     """The NetConfig a params file asks for, shaped to a game."""
+    net = params.network
     return NetConfig(
         in_planes=game.num_planes,
         height=game.height,
         width=game.width,
         num_actions=game.num_actions,
-        blocks=params.network.blocks,
-        filters=params.network.filters,
-        value_hidden=params.network.value_hidden,
+        blocks=net.blocks,
+        filters=net.filters,
+        value_hidden=net.value_hidden,
+        pooling_every=net.global_pooling_every if net.global_pooling else 0,
+        pooling_channels=net.pooling_channels if net.global_pooling else 0,
+        aux_heads=net.aux_heads,
     )
 
 
@@ -152,7 +251,7 @@ def save_checkpoint(net: ZeroNet, path: str | Path, meta: dict | None = None, ch
     either kind gives back the same bytes.
     """
     meta = dict(meta or {})
-    config = asdict(net.config)
+    config = config_dict(net.config)
     state_dict = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
     if checksum or CHECKSUM_KEY in meta:
         try:
@@ -172,18 +271,27 @@ def save_checkpoint(net: ZeroNet, path: str | Path, meta: dict | None = None, ch
 
 
 def _check_config(config) -> None:
-    """Refuse a config that is not NetConfig's fields as positive ints, or too large to build."""
+    """Refuse a config that is not NetConfig's fields (sizes as positive ints), or too large to build."""
     if not isinstance(config, dict):
         raise CheckpointError(f"network config is a {type(config).__name__}, not a mapping")
     names = {f.name for f in fields(NetConfig)}
-    required = {f.name for f in fields(NetConfig) if f.name != "value_hidden"}
+    required = names - {"value_hidden", *LATER_FIELDS}
     unknown, missing = set(config) - names, required - set(config)
     if unknown or missing:
         raise CheckpointError(f"network config has unknown fields {sorted(map(str, unknown))} "
                               f"or lacks {sorted(missing)}")
     for k, v in config.items():
-        if type(v) is not int or v < 1:
+        if k == "aux_heads":
+            if type(v) is not bool:
+                raise CheckpointError(f"network config {k}={v!r} is not a boolean")
+        elif k in LATER_FIELDS:
+            if type(v) is not int or v < 0:
+                raise CheckpointError(f"network config {k}={v!r} is not a non-negative integer")
+        elif type(v) is not int or v < 1:
             raise CheckpointError(f"network config {k}={v!r} is not a positive integer")
+    if (config.get("pooling_every", 0) > 0) != (config.get("pooling_channels", 0) > 0):
+        raise CheckpointError(f"network config pooling_every={config.get('pooling_every', 0)} and "
+                              f"pooling_channels={config.get('pooling_channels', 0)}: both or neither must be set")
     size = 4 * network_parameters(**{k: config[k] for k in names if k in config})
     if size > MAX_NETWORK_BYTES:
         raise CheckpointError(f"network config asks for {size / 2**30:.1f} GiB of weights, "

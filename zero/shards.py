@@ -6,6 +6,13 @@ the seed, the result and how it ended. A JSON header carries the format
 version, the game, the shapes and the config. Shards are written with fixed
 zip timestamps so that the same content gives the same bytes, to a temp
 name and then renamed, and read back with `allow_pickle=False`.
+
+Go shards may also carry the auxiliary targets of `zero.targets` (KataGo's
+ownership and score, Wu 2019): per position the final ownership of each point
+and the final score from the side to move's view, and a mask saying which
+positions have them (those of played-out games). The three arrays are written
+together or not at all; a shard without them is written byte for byte as
+before and trains without auxiliary targets.
 """
 
 from __future__ import annotations
@@ -45,6 +52,13 @@ class Shard:
     no_resign: np.ndarray  # [G] bool, played out with resignation off (calibration game)
     resign_value: np.ndarray  # [G, 2] float32, lowest resignation statistic of black, white over the game
     header: dict  # format, game tag, plane shape, num_actions, config, seed
+    ownership: np.ndarray | None = None  # [P, H*W] int8, final owner of each point, side to move's view (+1/-1/0)
+    score: np.ndarray | None = None  # [P] float32, final Tromp-Taylor score, side to move's view, komi included
+    aux_mask: np.ndarray | None = None  # [P] bool, the position carries ownership and score targets
+
+    @property
+    def has_aux(self) -> bool:
+        return self.aux_mask is not None
 
     @property
     def plane_shape(self) -> tuple[int, int, int]:
@@ -70,6 +84,7 @@ _ARRAYS = {
     "no_resign": np.bool_,
     "resign_value": np.float32,
 }
+AUX_ARRAYS = {"ownership": np.int8, "score": np.float32, "aux_mask": np.bool_}  # optional, all or none
 
 
 def pack_planes(planes: np.ndarray) -> np.ndarray:
@@ -87,7 +102,11 @@ def _npy_bytes(arr: np.ndarray) -> bytes:
 def write_shard(path: str | Path, shard: Shard) -> str:
     """Write `shard` to `path` atomically; return its sha256."""
     members = [("header.npy", _npy_bytes(np.frombuffer(json.dumps(shard.header, sort_keys=True).encode(), np.uint8)))]
-    for name, dtype in _ARRAYS.items():
+    present = [name for name in AUX_ARRAYS if getattr(shard, name) is not None]
+    if present and len(present) != len(AUX_ARRAYS):
+        raise ShardError(f"{path}: auxiliary targets need all of {', '.join(AUX_ARRAYS)}, got only {', '.join(present)}")
+    arrays = {**_ARRAYS, **(AUX_ARRAYS if present else {})}
+    for name, dtype in arrays.items():
         members.append((f"{name}.npy", _npy_bytes(np.asarray(getattr(shard, name), dtype=dtype))))
     with atomic_write(path) as f:
         with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED) as zf:
@@ -119,7 +138,11 @@ def read_shard(path: str | Path) -> Shard:
             if missing:
                 raise ShardError(f"{path}: not a zero shard (missing {', '.join(sorted(missing))})")
             header = json.loads(bytes(z["header"]).decode())
-            arrays = {name: z[name] for name in _ARRAYS}
+            aux = [name for name in AUX_ARRAYS if name in names]
+            if aux and len(aux) != len(AUX_ARRAYS):
+                raise ShardError(f"{path}: inconsistent shard: auxiliary targets {', '.join(aux)} without "
+                                 f"{', '.join(sorted(set(AUX_ARRAYS) - set(aux)))}")
+            arrays = {name: z[name] for name in [*_ARRAYS, *aux]}
     except ShardError:
         raise
     except Exception as e:  # bad zip, truncated member, bad JSON
@@ -151,6 +174,20 @@ def _check(path: Path, s: Shard) -> None:
         problems.append(f"moves shape {s.moves.shape}")
     if p and not np.allclose(s.policy.astype(np.float32).sum(axis=1), 1.0, atol=1e-2):
         problems.append("policy rows do not sum to 1")
+    if s.has_aux:
+        for name, dtype in AUX_ARRAYS.items():
+            if getattr(s, name).dtype != dtype:
+                problems.append(f"{name} dtype {getattr(s, name).dtype}")
+        if s.ownership.shape != (p, h * w):
+            problems.append(f"ownership shape {s.ownership.shape}")
+        elif p and np.abs(s.ownership.astype(np.int16)).max() > 1:
+            problems.append("ownership values outside -1, 0, 1")
+        if s.score.shape != (p,):
+            problems.append(f"score shape {s.score.shape}")
+        elif not np.isfinite(s.score).all():
+            problems.append("score holds NaN or infinite values")
+        if s.aux_mask.shape != (p,):
+            problems.append(f"aux_mask shape {s.aux_mask.shape}")
     if problems:
         raise ShardError(f"{path}: inconsistent shard: {'; '.join(problems)}")
 
@@ -166,6 +203,7 @@ def shard_summary(shard: Shard) -> dict:
         "white_wins": int((shard.result < 0).sum()),
         "draws": int((shard.result == 0).sum()),
         "moves": int(shard.length.sum()),
+        **({"aux_positions": int(shard.aux_mask.sum())} if shard.has_aux else {}),
     }
 
 

@@ -13,11 +13,25 @@ applies to every parameter (batch-norm scales and biases too), as in the paper.
 
 The window is kept bit-packed and unpacked one minibatch at a time. The same
 seed and inputs give the same weights on the same machine.
+
+Switches of a faster recipe, all off by default (params.train):
+
+- auxiliary targets (with network.aux_heads): KataGo's ownership and score
+  losses (Wu 2019, "Accelerating Self-Play Learning in Go"), on the positions
+  whose shard carries them (`aux_losses`);
+- `max_samples_per_position`: fewer steps when a position would be drawn more
+  often than that over its life in the window (`reuse`);
+- `holdout_share`: a share of the newest generation's games, chosen by game,
+  kept out of training and scored at intervals (`holdout_positions`);
+- `mixed_precision`: bf16 autocast on CUDA (no effect on the CPU).
+
+Every run reports how often positions are reused (`summary["reuse"]`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +46,11 @@ from zero.network import load_checkpoint, pick_device, save_checkpoint, set_thre
 from zero.shards import file_sha256, read_shard
 
 METRIC_KEYS = ("loss", "policy_loss", "value_loss", "l2", "entropy", "lr", "positions_per_s")
+AUX_METRIC_KEYS = ("ownership_loss", "score_loss")  # with network.aux_heads
+HOLDOUT_PREFIX = "holdout_"  # holdout_policy_loss, holdout_value_loss, ...: with train.holdout_share
 TIMING_KEYS = ("positions_per_s",)  # metrics that measure the machine, not the network
+HOLDOUT_EVALS = 10  # times the held-out loss is measured over a training (the last step always)
+SCORE_HUBER_DELTA = 12.0  # points: the score loss is quadratic within it, linear beyond (as KataGo's)
 
 
 class WindowError(ValueError):
@@ -49,9 +67,23 @@ class Window:
     plane_shape: tuple[int, int, int]
     num_actions: int
     shards: list[dict] = field(default_factory=list)  # {path, sha256, positions} of each shard used, oldest first
+    game_index: np.ndarray | None = None  # [N] int32, the position's game within its shard
+    ownership: np.ndarray | None = None  # [N, H*W] int8, side to move's view; None: no shard has aux targets
+    score: np.ndarray | None = None  # [N] float32, side to move's view
+    aux_mask: np.ndarray | None = None  # [N] bool, the position carries ownership and score
 
     def __len__(self) -> int:
         return len(self.value)
+
+    def shard_number(self) -> np.ndarray:
+        """[N] int, which of `shards` each position comes from."""
+        return np.repeat(np.arange(len(self.shards)), [s["positions"] for s in self.shards])
+
+    def aux_batch(self, index: np.ndarray, inverse: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Ownership [B, H*W] float32 (moved by the same symmetries as `batch`), score [B] float32, mask [B] bool."""
+        hw = self.ownership.shape[1]
+        own = np.take_along_axis(self.ownership[index], inverse[:, :hw], axis=1).astype(np.float32)
+        return own, self.score[index], self.aux_mask[index]
 
     def batch(self, index: np.ndarray, inverse: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The positions at `index`, each under its own symmetry.
@@ -118,7 +150,8 @@ def load_window(
         take = min(len(shard.value), remaining)
         if take:
             keep = slice(len(shard.value) - take, None)  # the latest positions of a partly used shard
-            parts.append((shard.planes[keep], shard.policy[keep], shard.value[keep]))
+            aux = (shard.ownership[keep], shard.score[keep], shard.aux_mask[keep]) if shard.has_aux else None
+            parts.append((shard.planes[keep], shard.policy[keep], shard.value[keep], shard.game_index[keep], aux))
             used.append({"path": str(path), "sha256": file_sha256(path), "positions": take})
             remaining -= take
         if remaining == 0:
@@ -127,6 +160,12 @@ def load_window(
         raise WindowError(f"the {len(shard_paths)} shard(s) given hold no positions")
     parts.reverse()
     used.reverse()
+    aux = {}
+    if any(p[4] is not None for p in parts):
+        hw = plane_shape[1] * plane_shape[2]
+        filled = [p[4] or (np.zeros((len(p[2]), hw), np.int8), np.zeros(len(p[2]), np.float32),
+                           np.zeros(len(p[2]), np.bool_)) for p in parts]
+        aux = {name: np.concatenate([f[i] for f in filled]) for i, name in enumerate(("ownership", "score", "aux_mask"))}
     return Window(
         planes=np.concatenate([p[0] for p in parts]),
         policy=np.concatenate([p[1] for p in parts]),
@@ -134,7 +173,90 @@ def load_window(
         plane_shape=tuple(plane_shape),
         num_actions=int(num_actions),
         shards=used,
+        game_index=np.concatenate([p[3] for p in parts]),
+        **aux,
     )
+
+
+def holdout_positions(window: Window, newest_shards: int, share: float) -> np.ndarray:
+    """[N] bool: the positions of the games held out of training.
+
+    The games are those of the window's newest `newest_shards` shards (the
+    newest generation); `round(share * games)` of them are held out (at least
+    one when share > 0, never all), chosen by a hash of (shard sha256, game
+    index): the same data always gives the same split, whatever the seed, and
+    a game is never split between training and held-out positions.
+    """
+    held = np.zeros(len(window), np.bool_)
+    if share <= 0:
+        return held
+    shard_no = window.shard_number()
+    first = max(0, len(window.shards) - newest_shards)
+    keys = {}
+    for k in range(first, len(window.shards)):
+        sha = window.shards[k]["sha256"]
+        for g in np.unique(window.game_index[shard_no == k]):
+            keys[(k, int(g))] = hashlib.sha256(f"{sha}:{int(g)}".encode()).hexdigest()
+    if len(keys) < 2:
+        return held
+    count = min(len(keys) - 1, max(1, round(share * len(keys))))
+    chosen = sorted(keys, key=keys.get)[:count]
+    for k, g in chosen:
+        held |= (shard_no == k) & (window.game_index == g)
+    return held
+
+
+def reuse(steps: int, batch_size: int, train_positions: int, new_positions: int,
+          max_samples_per_position: float | None = None) -> dict:
+    """How often positions are drawn, and the steps that keep it within the cap.
+
+    Each step draws `batch_size` positions uniformly from the `train_positions`
+    of the window. `samples_per_position` is the mean number of draws of a
+    position in this training; `lifetime_samples_per_position` the mean over a
+    position's whole life in the window, in the steady state where every
+    generation trains as long and adds `new_positions`: each generation's draws
+    are shared, over the generations it stays, by the positions it added, so
+    the life figure is draws per training / new positions. With the cap, steps
+    are cut to floor(cap * new_positions / batch_size) (at least 1) when above it.
+
+    Returns:
+        {steps, planned_steps, samples_per_position, lifetime_samples_per_position, train_positions,
+        new_positions}, the figures for the steps actually run.
+    """
+    run = steps
+    if max_samples_per_position is not None:
+        run = max(1, min(steps, int(max_samples_per_position * new_positions // batch_size)))
+    draws = run * batch_size
+    return {
+        "steps": run,
+        "planned_steps": steps,
+        "samples_per_position": draws / max(train_positions, 1),
+        "lifetime_samples_per_position": draws / max(new_positions, 1),
+        "train_positions": int(train_positions),
+        "new_positions": int(new_positions),
+    }
+
+
+def aux_losses(ownership: torch.Tensor, score: torch.Tensor, own_target: torch.Tensor, score_target: torch.Tensor,
+               mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """KataGo's auxiliary losses, averaged over the positions that carry targets (Wu 2019, section 3.4).
+
+    Ownership: the cross-entropy between (1 + target) / 2 and (1 + ownership) / 2
+    at each point, averaged over the points. Score: a Huber loss in points
+    (quadratic within SCORE_HUBER_DELTA). Positions with mask False contribute
+    nothing; with none in the batch both losses are 0.
+
+    Args:
+        ownership: [B, H*W] predicted, in (-1, 1); score: [B] predicted, in points.
+        own_target: [B, H*W] in {-1, 0, 1}; score_target: [B]; mask: [B] bool.
+    """
+    m = mask.to(ownership.dtype)
+    count = m.sum().clamp(min=1)
+    p = ((1 + ownership) / 2).clamp(1e-6, 1 - 1e-6)
+    t = (1 + own_target) / 2
+    own_ce = -(t * torch.log(p) + (1 - t) * torch.log1p(-p)).mean(dim=1)
+    huber = F.huber_loss(score, score_target, reduction="none", delta=SCORE_HUBER_DELTA)
+    return (own_ce * m).sum() / count, (huber * m).sum() / count
 
 
 @contextlib.contextmanager
@@ -156,6 +278,70 @@ def _deterministic(device: torch.device, seed: int):
             cudnn.deterministic, cudnn.benchmark = saved
 
 
+def _autocast(device: torch.device, on: bool):
+    """bf16 autocast on CUDA when `on` (no loss scaling is needed for bf16); nothing otherwise."""
+    if on and device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def _step_losses(net, x, pi, z, aux, device, amp: bool) -> dict:
+    """The losses of one batch: policy, value, and with `aux` = (ownership, score, mask) the auxiliary ones.
+
+    The network runs under autocast when `amp`; the losses are taken in float32.
+    """
+    with _autocast(device, amp):
+        out = net.forward_aux(x) if aux is not None else net(x)
+    logits, v = out[0].float(), out[1].float()
+    log_p = F.log_softmax(logits, dim=1)
+    losses = {
+        "policy_loss": -(pi * log_p).sum(dim=1).mean(),
+        "value_loss": ((z - v) ** 2).mean(),
+        "log_p": log_p,
+    }
+    if aux is not None:
+        own_loss, score_loss = aux_losses(out[2].float(), out[3].float(), *aux)
+        losses.update(ownership_loss=own_loss, score_loss=score_loss)
+    return losses
+
+
+def _tensors(device, *arrays) -> list[torch.Tensor]:
+    return [torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in arrays]
+
+
+def evaluate(net, window: Window, index: np.ndarray, batch_size: int, device: torch.device,
+             use_aux: bool, amp: bool = False) -> dict:
+    """Mean losses of the network (eval mode, no symmetry) on the window's positions `index`.
+
+    Returns {policy_loss, value_loss} and, with `use_aux`, {ownership_loss, score_loss}
+    (averaged over the positions that carry targets).
+    """
+    identity = np.arange(window.num_actions)
+    totals: dict[str, float] = {}
+    aux_count = 0
+    was_training = net.training
+    net.eval()
+    with torch.no_grad():
+        for start in range(0, len(index), batch_size):
+            part = index[start : start + batch_size]
+            inverse = np.broadcast_to(identity, (len(part), len(identity)))
+            planes, pi, z = window.batch(part, inverse)
+            aux = _tensors(device, *window.aux_batch(part, inverse)) if use_aux else None
+            losses = _step_losses(net, *_tensors(device, planes, pi, z), aux, device, amp)
+            for k in ("policy_loss", "value_loss"):
+                totals[k] = totals.get(k, 0.0) + float(losses[k]) * len(part)
+            if use_aux:
+                n = int(aux[2].sum())
+                aux_count += n
+                for k in AUX_METRIC_KEYS:
+                    totals[k] = totals.get(k, 0.0) + float(losses[k]) * n
+    net.train(was_training)
+    result = {k: totals[k] / max(len(index), 1) for k in ("policy_loss", "value_loss")}
+    if use_aux:
+        result.update({k: totals[k] / max(aux_count, 1) for k in AUX_METRIC_KEYS})
+    return result
+
+
 def train(
     params,
     init_checkpoint: str | Path,
@@ -164,94 +350,138 @@ def train(
     seed: int,
     on_step: Callable[[int, dict], None] | None = None,
     meta: dict | None = None,
+    newest_shards: int | None = None,
 ) -> dict:
     """Train the network of `init_checkpoint` on the shards' window and write `out_checkpoint`.
 
     Args:
-        params: the run's Params; reads `params.train` only.
+        params: the run's Params; reads `params.train` (and `pipeline.selfplay_shards`
+            when `newest_shards` is not given).
         shard_paths: self-play shards, oldest first.
         seed: drives minibatch sampling and symmetries (numpy) and torch.
         on_step: called after every step as on_step(step, metrics), step from 0,
             metrics with the keys of METRIC_KEYS (`loss` is the whole objective,
             `l2` its c||theta||^2 part, `entropy` the mean entropy of the
-            network's policy on the batch, in nats).
+            network's policy on the batch, in nats); with network.aux_heads also
+            AUX_METRIC_KEYS (their weighted sum is part of `loss`); with
+            train.holdout_share, at HOLDOUT_EVALS evenly spaced steps (the last
+            included), the held-out losses as holdout_<name>.
         meta: extra entries for the checkpoint's meta (e.g. the generation).
+        newest_shards: how many of the last shards are the newest generation
+            (for the held-out games and the lifetime reuse figure); default
+            `params.pipeline.selfplay_shards`, at most all of them.
     Returns:
-        {steps, positions, shards, seconds, final}: `final` holds each metric
-        averaged over the last ~10% of steps.
+        {steps, positions, shards, seconds, final, reuse} and, with
+        train.holdout_share, holdout: `final` holds each metric averaged over
+        the last ~10% of steps (and the last held-out losses); `reuse` is
+        `reuse(...)`'s figures; `holdout` has the held-out games, positions
+        and losses at the end.
     """
     cfg = params.train
     set_threads(cfg.threads)
     device = pick_device(cfg.device)
+    amp = cfg.mixed_precision and device.type == "cuda"
     started = time.perf_counter()
     net, init_meta = load_checkpoint(init_checkpoint, device)
     nc = net.config
     window = load_window(shard_paths, cfg.max_window_positions, (nc.in_planes, nc.height, nc.width), nc.num_actions)
+    use_aux = nc.aux_heads and window.aux_mask is not None
     perms = square_symmetries(nc.height, nc.width, extra_actions=nc.num_actions - nc.height * nc.width)
     inverses = np.argsort(perms, axis=1)  # [S, A]: inverses[s, perms[s, a]] = a
+
+    if newest_shards is None:
+        newest_shards = params.pipeline.selfplay_shards
+    newest_shards = max(1, min(newest_shards, len(window.shards)))
+    held = holdout_positions(window, newest_shards, cfg.holdout_share)
+    pool = np.flatnonzero(~held) if held.any() else None  # training positions; None: all of the window
+    held_index = np.flatnonzero(held)
+    newest = window.shard_number() >= len(window.shards) - newest_shards
+    figures = reuse(cfg.steps, cfg.batch_size, len(window) - len(held_index), int((newest & ~held).sum()),
+                    cfg.max_samples_per_position)
+    steps = figures["steps"]
+    milestones = [round(m * steps / cfg.steps) for m in cfg.lr_milestones]  # unchanged unless the cap cut steps
+    eval_every = max(1, steps // HOLDOUT_EVALS)
+
     rng = np.random.default_rng(seed)
     c = cfg.weight_decay
     history: list[dict] = []
+    holdout: dict = {}
 
     with _deterministic(device, seed):
         optimizer = torch.optim.SGD(
             net.parameters(), lr=cfg.learning_rate, momentum=cfg.momentum, weight_decay=2 * c
         )
-        schedule = torch.optim.lr_scheduler.MultiStepLR(
-            optimizer, milestones=list(cfg.lr_milestones), gamma=cfg.lr_gamma
-        )
+        schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=milestones, gamma=cfg.lr_gamma)
         net.train()
-        for step in range(cfg.steps):
+        for step in range(steps):
             t0 = time.perf_counter()
-            index = rng.integers(0, len(window), size=cfg.batch_size)
+            if pool is None:
+                index = rng.integers(0, len(window), size=cfg.batch_size)
+            else:
+                index = pool[rng.integers(0, len(pool), size=cfg.batch_size)]
             sym = rng.integers(0, len(perms), size=cfg.batch_size)
             planes, pi, z = window.batch(index, inverses[sym])
-            x = torch.from_numpy(planes).to(device)
-            pi_t = torch.from_numpy(pi).to(device)
-            z_t = torch.from_numpy(z).to(device)
+            aux = _tensors(device, *window.aux_batch(index, inverses[sym])) if use_aux else None
+            x, pi_t, z_t = _tensors(device, planes, pi, z)
 
-            logits, v = net(x)
-            log_p = F.log_softmax(logits, dim=1)
-            policy_loss = -(pi_t * log_p).sum(dim=1).mean()
-            value_loss = ((z_t - v) ** 2).mean()
+            losses = _step_losses(net, x, pi_t, z_t, aux, device, amp)
+            objective = losses["policy_loss"] + losses["value_loss"]
+            if use_aux:
+                objective = (objective + cfg.ownership_weight * losses["ownership_loss"]
+                             + cfg.score_weight * losses["score_loss"])
             lr = optimizer.param_groups[0]["lr"]
             optimizer.zero_grad(set_to_none=True)
-            (policy_loss + value_loss).backward()  # the L2 term's gradient comes from weight_decay
+            objective.backward()  # the L2 term's gradient comes from weight_decay
             optimizer.step()
             schedule.step()
 
             with torch.no_grad():
+                log_p = losses["log_p"]
                 l2 = c * sum((p.detach() ** 2).sum() for p in net.parameters())
                 entropy = -(log_p.exp() * log_p).sum(dim=1).mean()
-                values = torch.stack([policy_loss.detach(), value_loss.detach(), l2, entropy]).cpu().tolist()
-            pl, vl, l2v, ent = values
+                names = ["policy_loss", "value_loss", *(AUX_METRIC_KEYS if use_aux else ())]
+                values = torch.stack([losses[k].detach() for k in names] + [l2, entropy]).cpu().tolist()
+            found = dict(zip(names, values[:-2]))
+            l2v, ent = values[-2:]
             metrics = {
-                "loss": pl + vl + l2v,
-                "policy_loss": pl,
-                "value_loss": vl,
+                "loss": found["policy_loss"] + found["value_loss"] + l2v,
+                "policy_loss": found["policy_loss"],
+                "value_loss": found["value_loss"],
                 "l2": l2v,
                 "entropy": ent,
                 "lr": lr,
                 "positions_per_s": cfg.batch_size / max(time.perf_counter() - t0, 1e-9),
             }
+            if use_aux:
+                metrics["loss"] += cfg.ownership_weight * found["ownership_loss"] + cfg.score_weight * found["score_loss"]
+                metrics.update({k: found[k] for k in AUX_METRIC_KEYS})
             history.append(metrics)
+            if len(held_index) and ((step + 1) % eval_every == 0 or step == steps - 1):
+                holdout = evaluate(net, window, held_index, cfg.batch_size, device, use_aux, amp)
+                metrics = {**metrics, **{HOLDOUT_PREFIX + k: v for k, v in holdout.items()}}
             if on_step is not None:
                 on_step(step, metrics)
 
     net.eval()
     tail = history[-max(1, len(history) // 10) :]
-    final = {k: float(np.mean([m[k] for m in tail])) for k in METRIC_KEYS}
+    keys = METRIC_KEYS + (AUX_METRIC_KEYS if use_aux else ())
+    final = {k: float(np.mean([m[k] for m in tail])) for k in keys}
+    final.update({HOLDOUT_PREFIX + k: v for k, v in holdout.items()})
     summary = {
-        "steps": cfg.steps,
+        "steps": steps,
         "positions": len(window),
         "shards": len(window.shards),
         "seconds": time.perf_counter() - started,
         "final": final,
+        "reuse": figures,
     }
+    if len(held_index):
+        games = len({(int(k), int(g)) for k, g in zip(window.shard_number()[held], window.game_index[held])})
+        summary["holdout"] = {"games": games, "positions": len(held_index), **holdout}
     out_meta = {k: init_meta[k] for k in ("game",) if k in init_meta}
     out_meta.update(
         {
-            "steps": cfg.steps,
+            "steps": steps,
             "seed": seed,
             "positions": len(window),
             "shards": [s["sha256"] for s in window.shards],

@@ -302,3 +302,33 @@ class GoPosition(Position):
     def __repr__(self) -> str:
         side = colour_name(self.to_play)
         return f"GoPosition(size={self.size}, komi={self.komi}, {side} to play)\n{self.render()}"
+
+
+def ownership_and_score(board: np.ndarray, komi: float) -> tuple[np.ndarray, float]:
+    """Tromp-Taylor ownership of every point of a finished board, and its score, from black's view.
+
+    A stone owns its point; an empty region belongs to the one colour it
+    reaches and is neutral when it reaches both (or neither, on an empty
+    board). No stones are removed as dead: the board is scored as it stands,
+    as `GoGame.score` scores it, so `score == ownership.sum() - komi`.
+
+    Args:
+        board: [N, N] or [N*N] int8, +1 black, -1 white, 0 empty.
+        komi: points given to white.
+    Returns:
+        ownership [N*N] int8 (+1 black, -1 white, 0 neutral), score float (black minus white minus komi).
+    """
+    flat = np.ascontiguousarray(board, dtype=np.int8).reshape(-1)
+    size = int(round(np.sqrt(flat.size)))
+    if size * size != flat.size:
+        raise ValueError(f"board of {flat.size} points is not square")
+    nbrs = _game(size, 0.0)._nbrs
+    ownership = flat.copy()
+    buf = np.empty(flat.size, np.int32)
+    mark = np.zeros(flat.size, np.int64)
+    for p in np.flatnonzero(flat == EMPTY):
+        if mark[p]:
+            continue
+        end, reach = K.empty_region(flat, nbrs, p, buf, mark, np.int64(1))
+        ownership[buf[:end]] = {1: BLACK, 2: WHITE}.get(int(reach), EMPTY)
+    return ownership, float(ownership.sum(dtype=np.int64)) - float(komi)

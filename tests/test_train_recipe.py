@@ -1,0 +1,239 @@
+"""The fast recipe's training switches: auxiliary targets, the reuse cap, held-out games, mixed precision."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from test_train import A, C, H, W, synthetic_shard, tiny_params
+
+from zero.network import NetConfig, ZeroNet, load_checkpoint, save_checkpoint
+from zero.shards import file_sha256, read_shard, write_shard
+from zero.train import (AUX_METRIC_KEYS, METRIC_KEYS, aux_losses, evaluate, holdout_positions, load_window, reuse,
+                        train)
+
+GAMES = 10  # per shard, 30 positions each
+
+
+def recipe_shard(seed: int, aux: bool = True, masked_games=(), masked_targets: str = "zero"):
+    """300 positions in 10 games. Targets that follow from the planes: every point is owned by the side to
+    move when it wins (z = +1) and by the opponent otherwise, and the score is 12 z. The positions of
+    `masked_games` carry no target (mask False), their arrays filled with `masked_targets`."""
+    shard, _ = synthetic_shard(300, seed)
+    shard.game_index = np.repeat(np.arange(GAMES), 300 // GAMES).astype(np.int32)
+    shard.moves = np.full((GAMES, 4), -1, np.int16)
+    shard.length = np.zeros(GAMES, np.int32)
+    shard.seed = np.arange(GAMES, dtype=np.int64)
+    shard.result = np.zeros(GAMES, np.int8)
+    shard.resigned = np.zeros(GAMES, bool)
+    shard.no_resign = np.zeros(GAMES, bool)
+    shard.resign_value = np.zeros((GAMES, 2), np.float32)
+    if aux:
+        z = shard.value.astype(np.int8)
+        shard.ownership = np.repeat(z[:, None], H * W, axis=1)
+        shard.score = 12.0 * z.astype(np.float32)
+        shard.aux_mask = ~np.isin(shard.game_index, masked_games)
+        masked = ~shard.aux_mask
+        if masked_targets == "zero":
+            shard.ownership[masked], shard.score[masked] = 0, 0.0
+        else:  # the opposite of the truth, and a wild score
+            shard.ownership[masked] *= -1
+            shard.score[masked] = -80.0
+    return shard
+
+
+def write(tmp_path, name, shard):
+    path = tmp_path / name
+    write_shard(path, shard)
+    return path
+
+
+def init_net(tmp_path, aux_heads: bool = False, name: str = "init.pt"):
+    torch.manual_seed(0)
+    net = ZeroNet(NetConfig(C, H, W, A, blocks=1, filters=8, value_hidden=16, aux_heads=aux_heads))
+    path = tmp_path / name
+    save_checkpoint(net.eval(), path, {"game": "gomoku-6x6x4"})
+    return path
+
+
+def weights(path):
+    return load_checkpoint(path)[0].state_dict()
+
+
+def same_weights(a, b) -> bool:
+    wa, wb = weights(a), weights(b)
+    return wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(saved)
+
+
+# --- auxiliary targets -------------------------------------------------------------------------
+
+
+def test_training_lowers_the_aux_losses(tmp_path):
+    init = init_net(tmp_path, aux_heads=True)
+    shards = [write(tmp_path, f"s{i}.npz", recipe_shard(i, masked_games=(0, 1))) for i in range(2)]
+    fixed = load_window([write(tmp_path, "fixed.npz", recipe_shard(9))], 10_000)
+    everything = np.arange(len(fixed))
+    before = evaluate(load_checkpoint(init)[0], fixed, everything, 100, torch.device("cpu"), use_aux=True)
+    seen = []
+    summary = train(tiny_params(steps=150, lr_milestones=[120]), init, shards, tmp_path / "out.pt", seed=1,
+                    on_step=lambda step, m: seen.append(m))
+    after = evaluate(load_checkpoint(tmp_path / "out.pt")[0], fixed, everything, 100, torch.device("cpu"), use_aux=True)
+    assert after["ownership_loss"] < 0.5 * before["ownership_loss"], (before, after)
+    assert after["score_loss"] < 0.5 * before["score_loss"], (before, after)
+    assert set(summary["final"]) == set(METRIC_KEYS) | set(AUX_METRIC_KEYS)
+    for m in seen:
+        assert m["loss"] == pytest.approx(m["policy_loss"] + m["value_loss"] + m["l2"]
+                                          + 1.5 * m["ownership_loss"] + 0.02 * m["score_loss"])
+
+
+def test_aux_losses_ignore_masked_positions():
+    rng = torch.Generator().manual_seed(0)
+    own, own_t = torch.rand(6, 9, generator=rng) * 2 - 1, torch.randint(-1, 2, (6, 9), generator=rng).float()
+    score, score_t = torch.randn(6, generator=rng) * 20, torch.randn(6, generator=rng) * 20
+    mask = torch.tensor([True, True, True, False, False, False])
+    first = aux_losses(own[:3], score[:3], own_t[:3], score_t[:3], mask[:3])
+    padded = aux_losses(own, score, own_t, score_t, mask)
+    assert all(torch.allclose(a, b) for a, b in zip(first, padded))
+    # by hand for one position: targets +1 and 0 at two points, a 3-point score miss (quadratic part)
+    o, s = aux_losses(torch.tensor([[0.6, 0.0]]), torch.tensor([10.0]), torch.tensor([[1.0, 0.0]]),
+                      torch.tensor([13.0]), torch.tensor([True]))
+    assert float(o) == pytest.approx((-np.log(0.8) + np.log(2)) / 2)
+    assert float(s) == pytest.approx(0.5 * 9)
+    none = aux_losses(own, score, own_t, score_t, torch.zeros(6, dtype=torch.bool))
+    assert float(none[0]) == 0 and float(none[1]) == 0
+
+
+def test_masked_positions_do_not_change_training(tmp_path):
+    init = init_net(tmp_path, aux_heads=True)
+    params = tiny_params(steps=15)
+    outs = {}
+    for kind, masked, targets in (("zero", (2, 5), "zero"), ("garbage", (2, 5), "garbage"),
+                                  ("unmasked", (), "zero")):
+        shard = recipe_shard(0, masked_games=masked, masked_targets=targets)
+        if kind == "unmasked":  # the garbage targets of the others, now counted
+            shard.ownership[np.isin(shard.game_index, (2, 5))] *= -1
+            shard.score[np.isin(shard.game_index, (2, 5))] = -80.0
+        path = write(tmp_path, f"{kind}.npz", shard)
+        train(params, init, [path], tmp_path / f"{kind}.pt", seed=2)
+        outs[kind] = tmp_path / f"{kind}.pt"
+    assert same_weights(outs["zero"], outs["garbage"])
+    assert not same_weights(outs["zero"], outs["unmasked"])
+
+
+def test_old_shards_still_train(tmp_path):
+    """A network with aux heads trains on a window mixing shards with and without targets; a network
+    without them trains on shards with targets exactly as on the same shards without."""
+    old, new = write(tmp_path, "old.npz", recipe_shard(0, aux=False)), write(tmp_path, "new.npz", recipe_shard(1))
+    window = load_window([old, new], 10_000)
+    assert window.aux_mask.tolist() == [False] * 300 + [True] * 300
+    summary = train(tiny_params(steps=5), init_net(tmp_path, aux_heads=True), [old, new], tmp_path / "a.pt", seed=0)
+    assert all(np.isfinite(v) for v in summary["final"].values()) and "ownership_loss" in summary["final"]
+    assert load_window([old], 10_000).aux_mask is None
+    plain = init_net(tmp_path)
+    new_without = write(tmp_path, "new_without.npz", recipe_shard(1, aux=False))
+    train(tiny_params(steps=5), plain, [old, new], tmp_path / "b.pt", seed=0)
+    train(tiny_params(steps=5), plain, [old, new_without], tmp_path / "c.pt", seed=0)
+    assert same_weights(tmp_path / "b.pt", tmp_path / "c.pt")
+
+
+# --- data reuse ----------------------------------------------------------------------------------
+
+
+def test_reuse_figures_and_cap_by_hand(tmp_path):
+    init = init_net(tmp_path)
+    shards = [write(tmp_path, f"s{i}.npz", recipe_shard(i, aux=False)) for i in range(2)]
+    # 600 positions, the newest generation (1 shard) 300; 40 steps of 32 draw 1280 positions
+    summary = train(tiny_params(steps=40), init, shards, tmp_path / "a.pt", seed=0, newest_shards=1)
+    assert summary["reuse"] == {"steps": 40, "planned_steps": 40, "samples_per_position": pytest.approx(1280 / 600),
+                                "lifetime_samples_per_position": pytest.approx(1280 / 300),
+                                "train_positions": 600, "new_positions": 300}
+    # a cap of 2 draws per position over its life: floor(2 * 300 / 32) = 18 steps, 576 draws;
+    # the learning-rate drop at 30 of 40 steps moves to round(30 * 18 / 40) = 14
+    lrs = []
+    summary = train(tiny_params(steps=40, max_samples_per_position=2), init, shards, tmp_path / "b.pt", seed=0,
+                    newest_shards=1, on_step=lambda step, m: lrs.append(m["lr"]))
+    assert summary["steps"] == 18 and load_checkpoint(tmp_path / "b.pt")[1]["steps"] == 18
+    assert summary["reuse"]["samples_per_position"] == pytest.approx(0.96)
+    assert summary["reuse"]["lifetime_samples_per_position"] == pytest.approx(1.92)
+    assert lrs == pytest.approx([0.05] * 14 + [0.005] * 4)
+    # a cap above the figure changes nothing; by default the newest generation is pipeline.selfplay_shards
+    # shards (4, so here both)
+    summary = train(tiny_params(steps=40, max_samples_per_position=5), init, shards, tmp_path / "c.pt", seed=0)
+    assert summary["steps"] == 40 and summary["reuse"]["new_positions"] == 600
+    assert same_weights(tmp_path / "a.pt", tmp_path / "c.pt")
+    assert reuse(1000, 256, 100_000, 10, max_samples_per_position=1)["steps"] == 1  # at least one step
+
+
+# --- held-out games ------------------------------------------------------------------------------
+
+
+def test_holdout_is_by_game_deterministic_and_from_the_newest_shards(tmp_path):
+    shards = [write(tmp_path, f"s{i}.npz", recipe_shard(i, aux=False)) for i in range(3)]
+    window = load_window(shards, 10_000)
+    held = holdout_positions(window, newest_shards=2, share=0.1)  # 20 newest games: 2 held out
+    assert held.sum() == 2 * 30 and not held[:300].any()
+    keys = set(zip(window.shard_number()[held], window.game_index[held]))
+    kept = set(zip(window.shard_number()[~held], window.game_index[~held]))
+    assert len(keys) == 2 and not keys & kept  # whole games, never split
+    np.testing.assert_array_equal(held, holdout_positions(load_window(shards, 10_000), 2, 0.1))
+    assert holdout_positions(window, 1, 0.001).sum() == 30  # at least one game
+    assert holdout_positions(window, 1, 0.99).sum() == 9 * 30  # never all of them
+    assert not holdout_positions(window, 1, 0.0).any()
+
+
+def test_held_out_games_are_never_trained_on_and_their_loss_is_reported(tmp_path):
+    init = init_net(tmp_path)
+    shards = [write(tmp_path, f"s{i}.npz", recipe_shard(i, aux=False)) for i in range(2)]
+    window = load_window(shards, 10_000)
+    held = holdout_positions(window, 1, 0.2)
+    seen = {}
+    summary = train(tiny_params(steps=20, holdout_share=0.2), init, shards, tmp_path / "h.pt", seed=4,
+                    newest_shards=1, on_step=lambda step, m: seen.update({step: m}))
+    # the same training on the shards without the held-out games gives the same weights
+    newest = read_shard(shards[1])
+    keep = ~held[300:]
+    for name in ("planes", "policy", "value", "game_index"):
+        setattr(newest, name, getattr(newest, name)[keep])
+    reduced = write(tmp_path, "reduced.npz", newest)
+    train(tiny_params(steps=20), init, [shards[0], reduced], tmp_path / "r.pt", seed=4)
+    assert same_weights(tmp_path / "h.pt", tmp_path / "r.pt")
+    # the held-out loss, worked out here from the trained network
+    net = load_checkpoint(tmp_path / "h.pt")[0]
+    c, h, w = window.plane_shape
+    x = torch.from_numpy(np.unpackbits(window.planes[held], axis=1, count=c * h * w).reshape(-1, c, h, w)
+                         .astype(np.float32))
+    pi = torch.from_numpy(window.policy[held].astype(np.float32))
+    z = torch.from_numpy(window.value[held].astype(np.float32))
+    with torch.no_grad():
+        logits, v = net(x)
+    expected_policy = float(-(pi * F.log_softmax(logits, 1)).sum(1).mean())
+    expected_value = float(((z - v) ** 2).mean())
+    assert summary["holdout"] == {"games": 2, "positions": 60, "policy_loss": pytest.approx(expected_policy, rel=1e-5),
+                                  "value_loss": pytest.approx(expected_value, rel=1e-5)}
+    assert summary["final"]["holdout_policy_loss"] == summary["holdout"]["policy_loss"]
+    assert summary["reuse"]["train_positions"] == 540 and summary["reuse"]["new_positions"] == 240
+    assert [s for s, m in sorted(seen.items()) if "holdout_value_loss" in m] == list(range(1, 20, 2))
+
+
+# --- mixed precision -----------------------------------------------------------------------------
+
+
+def test_mixed_precision_changes_nothing_on_the_cpu(tmp_path):
+    init = init_net(tmp_path)
+    shards = [write(tmp_path, f"s{i}.npz", recipe_shard(i, aux=False)) for i in range(2)]
+    losses = {}
+    for on in (False, True):
+        losses[on] = []
+        train(tiny_params(steps=8, mixed_precision=on), init, shards, tmp_path / f"{on}.pt", seed=6,
+              on_step=lambda step, m, on=on: losses[on].append((m["policy_loss"], m["value_loss"])))
+    assert losses[False] == losses[True]
+    assert file_sha256(tmp_path / "False.pt") == file_sha256(tmp_path / "True.pt")
