@@ -424,6 +424,8 @@ def log_candidate(tracker: Tracker, run_id: str, gen, summary: dict) -> None:
     tracker.log_metrics(run_id, {f"final_{k}": v for k, v in final.items()})
     if summary.get("seconds"):
         tracker.log_metrics(run_id, {"train_seconds": summary["seconds"]})
+    reuse = summary.get("reuse") or {}  # how often each position is drawn, this training and over its life
+    tracker.log_metrics(run_id, {f"reuse_{k}": v for k, v in reuse.items() if isinstance(v, (int, float))})
     tracker.set_tags(run_id, {f"{TAG}candidate_sha256": summary["sha256"]})
     curves = {k: [(m.step, m.value) for m in tracker.client.get_metric_history(run_id, k)] for k in LOSS_CURVES}
     with tempfile.TemporaryDirectory() as tmp:
@@ -471,7 +473,7 @@ def generation_record(facts: GenerationFacts, tag: str, champ: dict, selfplay: l
         "flow_run_id": facts.flow_run_id, "champion_before": champ, "seeds": facts.seeds,
         "selfplay": {**{k: sum(s[k] for s in selfplay) for k in ("games", "positions", "resigned")},
                      "shards_reused": sum(s["reused"] for s in selfplay)},
-        "train": {k: train.get(k) for k in ("steps", "positions", "seed", "sha256", "final")},
+        "train": {k: train.get(k) for k in ("steps", "positions", "seed", "sha256", "final", "reuse", "holdout")},
         "gate": gate, "data": data["hashes"], "mlflow_run_id": run_id, "model_version": version,
         "champion_after": champion_after, "dvc_lock_sha256": lock_sha, **facts.code,
         "seconds": round(seconds, 1),

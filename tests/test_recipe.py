@@ -152,3 +152,27 @@ def test_the_visit_schedule_and_switches_left_off_keep_the_params_hash():
     scheduled = load_params(None, TINY + ["selfplay.visits_schedule=[[0, 8], [3, 16], [6, 32]]"])
     assert [scheduled.selfplay.for_generation(g).visits for g in (1, 2, 3, 5, 6, 9)] == [8, 8, 16, 16, 32, 32]
     assert scheduled.digest() != base.digest()
+
+
+def test_go_self_play_with_aux_heads_records_ownership_and_score_of_played_out_games(tmp_path):
+    from zero.network import init_checkpoint
+
+    params = load_params(None, ["game.name=go", "game.size=5", "network.size=b1c8", "network.aux_heads=true",
+                                "selfplay.visits=8", "selfplay.games_per_shard=4", "selfplay.concurrent_games=4",
+                                "selfplay.resign_playout_share=0.5"])
+    init_checkpoint(params, tmp_path / "net.pt", seed=0)
+    play_shard(params, tmp_path / "net.pt", tmp_path / "s.npz", seed=2)
+    shard = read_shard(tmp_path / "s.npz")
+    assert shard.has_aux and shard.ownership.shape == (len(shard.value), 25)
+    for g in range(len(shard.length)):
+        rows = shard.game_index == g
+        assert shard.aux_mask[rows].all() == (not shard.resigned[g])
+        if shard.resigned[g]:
+            continue
+        to_play = np.where(np.arange(rows.sum()) % 2 == 0, 1, -1)
+        black_score = shard.score[rows] * to_play
+        assert np.allclose(black_score, black_score[0])  # one final count, seen from each side
+        assert np.sign(black_score[0]) == shard.result[g]
+        black_own = shard.ownership[rows] * to_play[:, None]
+        assert (black_own == black_own[0]).all()
+        assert black_own[0].sum() - params.game.komi == pytest.approx(black_score[0])  # area difference - komi

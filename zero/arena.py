@@ -47,6 +47,7 @@ class GameRecord:
     resigned: bool = False
     score: float = 0.0  # Go: Tromp-Taylor score when played out
     resign_value: list = field(default_factory=lambda: [1.0, 1.0])  # lowest resign statistic, black / white
+    final_board: np.ndarray | None = None  # Go, with ArenaRules.final_board: the board a played-out game ended on
 
     def result_text(self) -> str:
         """SGF RE value: `B+R`, `W+3.5`, `0`, `B+` (Gomoku)."""
@@ -183,12 +184,14 @@ class ArenaRules:
     playout_share: self-play's share of games played out without resignation, drawn
         from each game's generator; None (matches) draws nothing.
     record: keep each position's planes and search policy (self-play's training targets).
+    final_board: keep the board each played-out game ends on (Go's ownership and score targets).
     """
 
     sample_moves: int = 0
     resign_threshold: float = -1.0
     playout_share: float | None = None
     record: bool = False
+    final_board: bool = False
 
 
 @dataclass
@@ -333,4 +336,6 @@ class _Arena:
             if game.is_over(batch, slot):
                 rec.result = int(game.outcome(batch, slot))
                 rec.score = float(game.score(batch, slot)) if game.name == "go" else 0.0
+                if rules.final_board:
+                    rec.final_board = np.array(game.board(batch, slot), np.int8).reshape(-1)
                 self.finish(slot)

@@ -168,10 +168,10 @@ class NetworkConfig(_Section):
 
     size: str = Field("b6c64", strict=True, max_length=32)
     value_hidden: int = _int(64, ge=1, le=4096)
-    global_pooling: bool = _bool(False)
-    global_pooling_every: int = _int(3, ge=1, le=MAX_BLOCKS)
-    global_pooling_channels: int = _int(0, ge=0, le=MAX_FILTERS)
-    aux_heads: bool = _bool(False)
+    global_pooling: bool = _bool(False, switch=True)
+    global_pooling_every: int = _int(3, ge=1, le=MAX_BLOCKS, switch=True)
+    global_pooling_channels: int = _int(0, ge=0, le=MAX_FILTERS, switch=True)
+    aux_heads: bool = _bool(False, switch=True)
 
     @field_validator("size")
     @classmethod
@@ -310,11 +310,11 @@ class TrainConfig(_ComputeSection):
     weight_decay: float = _float(1e-4, ge=0, le=1)
     window_generations: int = _int(4, ge=1, le=100_000)
     max_window_positions: int = _int(500_000, ge=1, le=1_000_000_000)
-    ownership_weight: float = _float(1.5, ge=0, le=100)
-    score_weight: float = _float(0.02, ge=0, le=100)
-    max_samples_per_position: float | None = _float(None, gt=0, le=1_000_000)
-    holdout_share: float = _float(0.0, ge=0, lt=1)
-    mixed_precision: bool = _bool(False)
+    ownership_weight: float = _float(1.5, ge=0, le=100, switch=True)
+    score_weight: float = _float(0.02, ge=0, le=100, switch=True)
+    max_samples_per_position: float | None = _float(None, gt=0, le=1_000_000, switch=True)
+    holdout_share: float = _float(0.0, ge=0, lt=1, switch=True)
+    mixed_precision: bool = _bool(False, switch=True)
 
 
 class GateConfig(_ComputeSection):
@@ -419,25 +419,11 @@ class Params(_Section):
     def digest(self) -> str:
         """sha256 of the canonical JSON of every value: the params hash.
 
-        A field of LATER_FIELDS enters only when it differs from its default, so
-        adding a switch that is off keeps the hash of every earlier params file.
+        Recipe switches at their off value are not in the dump (_Section), so
+        adding one keeps the hash of every earlier params file.
         """
-        data = self.model_dump(mode="json")
-        for section, names in LATER_FIELDS.items():
-            default = type(getattr(self, section))()
-            for name in names:
-                if getattr(getattr(self, section), name) == getattr(default, name):
-                    del data[section][name]
-        text = json.dumps(data, sort_keys=True)
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
-
-
-# Fields added after params hashes were first recorded (see Params.digest), by section.
-LATER_FIELDS = {
-    "network": ("global_pooling", "global_pooling_every", "global_pooling_channels", "aux_heads"),
-    "train": ("ownership_weight", "score_weight", "max_samples_per_position", "holdout_share",
-              "mixed_precision"),
-}
 
 
 def _describe(err: ValidationError, source: str) -> str:

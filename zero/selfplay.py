@@ -23,24 +23,29 @@ from zero.shards import SHARD_FORMAT, Shard, shard_summary, write_shard
 
 
 def play_games(game: Game, evaluator, selfplay: SelfPlayConfig, search: SearchConfig, num_games: int, seed: int,
-               progress=None, deadline: float | None = None) -> list[GameRecord]:
+               progress=None, deadline: float | None = None, final_board: bool = False) -> list[GameRecord]:
     """Play `num_games` self-play games, `selfplay.concurrent_games` at a time: one noisy search plays both sides.
 
     With a deadline (a time.perf_counter() value), stops after the move in
     progress at that time and returns the games as they stand (for benchmarks).
     `progress` is called as progress(games_done, num_games, positions) each time
-    a game ends (positions: those recorded in the games done so far).
+    a game ends (positions: those recorded in the games done so far). With
+    final_board (Go), each played-out game keeps its final board for the auxiliary targets.
     """
     cap = (selfplay.full_search_share, selfplay.fast_visits) if selfplay.full_search_share < 1 else None
     player = MCTSPlayer("self-play", evaluator, search, noise=True, reuse_tree=selfplay.reuse_tree, playout_cap=cap)
     rules = ArenaRules(sample_moves=selfplay.temperature_moves, resign_threshold=selfplay.resign_threshold,
-                       playout_share=selfplay.resign_playout_share, record=True)
+                       playout_share=selfplay.resign_playout_share, record=True, final_board=final_board)
     return play_arena(game, player, player, num_games, seed, selfplay.concurrent_games, rules,
                       progress=progress, deadline=deadline).records
 
 
-def records_to_shard(records: list[GameRecord], game: Game, params, seed: int) -> Shard:
-    """Pack game records into a Shard (positions of all games, in game order)."""
+def records_to_shard(records: list[GameRecord], game: Game, params, seed: int, aux: bool = False) -> Shard:
+    """Pack game records into a Shard (positions of all games, in game order).
+
+    With aux (Go), the shard carries each position's final ownership and score
+    (zero.targets), from the games played out; resigned games carry none.
+    """
     planes, policy, value, game_index = [], [], [], []
     for g, rec in enumerate(records):
         planes.extend(rec.planes)
@@ -52,7 +57,16 @@ def records_to_shard(records: list[GameRecord], game: Game, params, seed: int) -
     for g, rec in enumerate(records):
         moves[g, : len(rec.moves)] = rec.moves
     nbytes = (game.num_planes * game.height * game.width + 7) // 8
+    targets = {}
+    if aux:
+        from zero.targets import aux_targets, no_aux_targets
+
+        parts = [aux_targets(r.final_board, game.komi, np.array(r.to_play)) if r.final_board is not None
+                 else no_aux_targets(len(r.to_play), game.height * game.width) for r in records]
+        targets = {name: np.concatenate([p[i] for p in parts]) if parts else None
+                   for i, name in enumerate(("ownership", "score", "aux_mask"))}
     return Shard(
+        **targets,
         planes=np.array(planes, np.uint8).reshape(-1, nbytes),
         policy=np.array(policy, np.float16).reshape(-1, game.num_actions),
         value=np.array(value, np.int8),
@@ -93,8 +107,10 @@ def play_shard(params, checkpoint: str | Path, out_path: str | Path, seed: int,
     num_games = num_games or params.selfplay.games_per_shard
     start = time.perf_counter()
     search = params.mcts.search(params.selfplay.visits)
-    records = play_games(game, evaluator, params.selfplay, search, num_games, seed, progress=progress)
-    shard = records_to_shard(records, game, params, seed)
+    aux = params.network.aux_heads and game.name == "go"
+    records = play_games(game, evaluator, params.selfplay, search, num_games, seed, progress=progress,
+                         final_board=aux)
+    shard = records_to_shard(records, game, params, seed, aux=aux)
     sha = write_shard(out_path, shard)
     if sgf_dir is not None:
         write_sgfs(records, params.game, sgf_dir, Path(out_path).stem)
