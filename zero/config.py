@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 # Upper bounds: generous for real runs, small enough that a typo fails here, not in an allocation.
 MAX_GAMES = 100_000  # games in a shard, a gate or a match
@@ -172,6 +172,11 @@ class SearchConfig:
         once before any twice, as rules-only searches with equal priors want.
     dirichlet_weight, dirichlet_alpha: root noise, mixed in when a search is given noise
         generators (self-play); alpha None scales it to the board (0.03 * 361 / legal moves).
+    forced_playouts_k: forced playouts at noisy roots and the pruning of their visits from the
+        policy target (Wu 2019, KataGo; k = 2 there); 0 turns both off.
+    root: "puct", or "gumbel" for the Gumbel root search of zero.gumbel (Danihelka et al. 2022).
+    gumbel_considered: the m actions Gumbel search samples at the root and halves down.
+    gumbel_c_visit, gumbel_c_scale: sigma(q) = (c_visit + max_b N(b)) * c_scale * q, q in [0, 1].
     """
 
     visits: int
@@ -180,21 +185,55 @@ class SearchConfig:
     fpu_value: float | None = None
     dirichlet_weight: float = 0.25
     dirichlet_alpha: float | None = None
+    forced_playouts_k: float = 0.0
+    root: str = "puct"
+    gumbel_considered: int = 16
+    gumbel_c_visit: float = 50.0
+    gumbel_c_scale: float = 1.0
+
+
+# The switches of the fast recipe: left out of dumps while they hold their defaults (see MCTSConfig).
+_RECIPE_FIELDS = ("forced_playouts_k", "root", "gumbel_considered", "gumbel_c_visit", "gumbel_c_scale")
 
 
 class MCTSConfig(_Section):
-    """PUCT search. `dirichlet_alpha: null` scales it to the board: 0.03 * 361 / legal moves."""
+    """PUCT search. `dirichlet_alpha: null` scales it to the board: 0.03 * 361 / legal moves.
+
+    The fast recipe's switches, each off by default (see SearchConfig): `forced_playouts_k`
+    (KataGo's forced playouts and policy target pruning, k = 2 there) and `root: gumbel`
+    (Gumbel root search with `gumbel_considered` actions, `gumbel_c_visit`, `gumbel_c_scale`).
+    """
 
     c_puct: float = _float(1.5, gt=0, le=100)
     fpu_reduction: float = _float(0.25, ge=0, le=2)  # values lie in [-1, 1]
     dirichlet_alpha: float | None = _float(None, gt=0, le=100)
     dirichlet_weight: float = _float(0.25, ge=0, le=1)
     symmetries: bool = _bool(True)
+    forced_playouts_k: float = _float(0.0, ge=0, le=100)
+    root: Literal["puct", "gumbel"] = "puct"
+    gumbel_considered: int = _int(16, ge=1, le=4096)
+    gumbel_c_visit: float = _float(50.0, ge=0, le=1e6)
+    gumbel_c_scale: float = _float(1.0, gt=0, le=1e3)
+
+    @model_serializer(mode="wrap")
+    def _omit_default_recipe(self, handler):
+        """Dump the fast-recipe switches only where they differ from their defaults, so that the
+        params hash and the shard headers of runs that leave them off stay what they were before
+        the switches existed."""
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in _RECIPE_FIELDS:
+                if getattr(self, name) == type(self).model_fields[name].default:
+                    data.pop(name, None)
+        return data
 
     def search(self, visits: int) -> SearchConfig:
         """The search these params describe, stopping at `visits` root visits."""
         return SearchConfig(visits=int(visits), c_puct=self.c_puct, fpu_reduction=self.fpu_reduction,
-                            dirichlet_weight=self.dirichlet_weight, dirichlet_alpha=self.dirichlet_alpha)
+                            dirichlet_weight=self.dirichlet_weight, dirichlet_alpha=self.dirichlet_alpha,
+                            forced_playouts_k=self.forced_playouts_k, root=self.root,
+                            gumbel_considered=self.gumbel_considered, gumbel_c_visit=self.gumbel_c_visit,
+                            gumbel_c_scale=self.gumbel_c_scale)
 
 
 class _ComputeSection(_Section):
