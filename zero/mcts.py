@@ -143,18 +143,20 @@ def puct_select(N, W, P, value, b, node, c_puct, fpu_reduction, fpu_value=np.nan
 
 
 @numba.njit(cache=True)
-def forced_select(N, W, P, value, b, c_puct, fpu_reduction, fpu_value, k):
+def forced_select(N, W, P, b, c_puct, k):
     """The root edge that forced playouts take, or -1 when none is owed one (Wu 2019).
 
-    An edge c with P(c) > 0 is owed visits while N(c) < n_forced(c) = sqrt(k * P(c) * sum N);
-    of the edges owed visits, the one with the highest Q + U goes first (ties: lowest action).
+    An edge c with P(c) > 0 that has been visited at all is owed visits while
+    N(c) < n_forced(c) = sqrt(k * P(c) * sum N) (the paper's "child that has received any
+    playouts"; KataGo's rootDesiredPerChildVisitsCoeff): edges PUCT has not tried stay
+    untried. Of the edges owed visits, the one with the highest Q + U goes first (ties:
+    lowest action).
     """
     A = N.shape[2]
     total = 0
     for a in range(A):
         total += N[b, 0, a]
     sqrt_total = np.sqrt(max(total, 1))
-    fpu = value[b, 0] - fpu_reduction if np.isnan(fpu_value) else fpu_value
     best_a = -1
     best = -np.inf
     for a in range(A):
@@ -162,10 +164,9 @@ def forced_select(N, W, P, value, b, c_puct, fpu_reduction, fpu_value, k):
         if p <= 0.0:
             continue
         n = N[b, 0, a]
-        if n >= np.sqrt(k * p * total):
+        if n == 0 or n >= np.sqrt(k * p * total):
             continue
-        q = W[b, 0, a] / n if n > 0 else fpu
-        score = q + c_puct * p * sqrt_total / (1.0 + n)
+        score = W[b, 0, a] / n + c_puct * p * sqrt_total / (1.0 + n)
         if score > best:
             best = score
             best_a = a
@@ -191,7 +192,7 @@ def _select(N, W, P, child, parent, action, expanded, terminal, value, num_nodes
                 if root_actions[i] >= 0:
                     a = root_actions[i]
                 elif forced_k > 0.0:
-                    a = forced_select(N, W, P, value, b, c_puct, fpu_reduction, fpu_value, forced_k)
+                    a = forced_select(N, W, P, b, c_puct, forced_k)
             if a < 0:
                 a = puct_select(N, W, P, value, b, node, c_puct, fpu_reduction, fpu_value)
             paths[i, d] = a
