@@ -9,8 +9,17 @@ from zero.arena import MCTSPlayer
 from zero.config import SearchConfig, SelfPlayConfig
 from zero.evaluator import NetworkEvaluator
 from zero.games.gomoku import GomokuGame
-from zero.gumbel import (GumbelPlayer, completed_q, gumbel_action, halving_schedule, improved_policy,
-                         prior_logits, search_player, sigma, top_k_actions)
+from zero.gumbel import (
+    GumbelPlayer,
+    completed_q,
+    gumbel_action,
+    halving_schedule,
+    improved_policy,
+    prior_logits,
+    search_player,
+    sigma,
+    top_k_actions,
+)
 from zero.mcts import Tree
 from zero.selfplay import play_games
 
