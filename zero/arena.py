@@ -27,7 +27,7 @@ import numpy as np
 from zero.config import GameConfig, SearchConfig
 from zero.fileio import atomic_write_text
 from zero.games import Game
-from zero.mcts import Search
+from zero.mcts import Search, pruned_policy
 from zero.notation import result_text
 from zero.shards import pack_planes
 
@@ -126,7 +126,11 @@ class MCTSPlayer:
         name: how results and SGF name the player.
         evaluator: the search's evaluator (zero.mcts.Search).
         config: visits, PUCT constants and root noise.
-        noise: mix Dirichlet noise into every root (self-play), drawn from each game's generator.
+        noise: mix Dirichlet noise into every root (self-play), drawn from each game's generator;
+            with config.forced_playouts_k > 0 the search also makes forced playouts, and the
+            policy returned (the training target, and what temperature moves are sampled from)
+            is the pruned one (zero.mcts.pruned_policy), so moves whose visits were forced are
+            neither learned nor played for them; the most visited move is the same either way.
         reuse_tree: keep the subtree of the move played (the paper); else search each move afresh.
         playout_cap: (full_share, fast_visits): playout cap randomization (Wu 2019, KataGo). Each
             move is a full search (config.visits, noise, kept as a training target) with
@@ -169,7 +173,10 @@ class MCTSPlayer:
             visits = np.where(full, self.config.visits, fast_visits)
             noise = None if noise is None else [r if f else None for r, f in zip(noise, full)]
         self.search.run(self.batch, slots, noise_rngs=noise, visits=visits)
-        policy = self.search.tree.root_policy(slots)
+        if self.noise and self.config.forced_playouts_k > 0:
+            policy = pruned_policy(self.search.tree, slots, self.config)
+        else:
+            policy = self.search.tree.root_policy(slots)
         root_v, best_q = self.search.tree.root_values(slots)
         return Choice(choose_moves(policy, sample, rngs), np.maximum(root_v, best_q), policy, full)
 

@@ -214,6 +214,11 @@ class SearchConfig:
         once before any twice, as rules-only searches with equal priors want.
     dirichlet_weight, dirichlet_alpha: root noise, mixed in when a search is given noise
         generators (self-play); alpha None scales it to the board (0.03 * 361 / legal moves).
+    forced_playouts_k: forced playouts at noisy roots and the pruning of their visits from the
+        policy target (Wu 2019, KataGo; k = 2 there); 0 turns both off.
+    root: "puct", or "gumbel" for the Gumbel root search of zero.gumbel (Danihelka et al. 2022).
+    gumbel_considered: the m actions Gumbel search samples at the root and halves down.
+    gumbel_c_visit, gumbel_c_scale: sigma(q) = (c_visit + max_b N(b)) * c_scale * q, q in [0, 1].
     """
 
     visits: int
@@ -222,21 +227,39 @@ class SearchConfig:
     fpu_value: float | None = None
     dirichlet_weight: float = 0.25
     dirichlet_alpha: float | None = None
+    forced_playouts_k: float = 0.0
+    root: str = "puct"
+    gumbel_considered: int = 16
+    gumbel_c_visit: float = 50.0
+    gumbel_c_scale: float = 1.0
 
 
 class MCTSConfig(_Section):
-    """PUCT search. `dirichlet_alpha: null` scales it to the board: 0.03 * 361 / legal moves."""
+    """PUCT search. `dirichlet_alpha: null` scales it to the board: 0.03 * 361 / legal moves.
+
+    The fast recipe's switches, each off by default (see SearchConfig): `forced_playouts_k`
+    (KataGo's forced playouts and policy target pruning, k = 2 there) and `root: gumbel`
+    (Gumbel root search with `gumbel_considered` actions, `gumbel_c_visit`, `gumbel_c_scale`).
+    """
 
     c_puct: float = _float(1.5, gt=0, le=100)
     fpu_reduction: float = _float(0.25, ge=0, le=2)  # values lie in [-1, 1]
     dirichlet_alpha: float | None = _float(None, gt=0, le=100)
     dirichlet_weight: float = _float(0.25, ge=0, le=1)
     symmetries: bool = _bool(True)
+    forced_playouts_k: float = _float(0.0, ge=0, le=100, switch=True)
+    root: Literal["puct", "gumbel"] = Field("puct", json_schema_extra=_SWITCH)
+    gumbel_considered: int = _int(16, ge=1, le=4096, switch=True)
+    gumbel_c_visit: float = _float(50.0, ge=0, le=1e6, switch=True)
+    gumbel_c_scale: float = _float(1.0, gt=0, le=1e3, switch=True)
 
     def search(self, visits: int) -> SearchConfig:
         """The search these params describe, stopping at `visits` root visits."""
         return SearchConfig(visits=int(visits), c_puct=self.c_puct, fpu_reduction=self.fpu_reduction,
-                            dirichlet_weight=self.dirichlet_weight, dirichlet_alpha=self.dirichlet_alpha)
+                            dirichlet_weight=self.dirichlet_weight, dirichlet_alpha=self.dirichlet_alpha,
+                            forced_playouts_k=self.forced_playouts_k, root=self.root,
+                            gumbel_considered=self.gumbel_considered, gumbel_c_visit=self.gumbel_c_visit,
+                            gumbel_c_scale=self.gumbel_c_scale)
 
 
 class _ComputeSection(_Section):
@@ -391,6 +414,13 @@ class Params(_Section):
     gate: GateConfig = GateConfig()
     pipeline: PipelineConfig = PipelineConfig()
     ladder: LadderConfig = LadderConfig()
+
+    @model_validator(mode="after")
+    def _switches_agree(self) -> "Params":
+        if self.mcts.root == "gumbel" and self.selfplay.full_search_share < 1:
+            raise ValueError("mcts.root, selfplay.full_search_share: Gumbel search gives every move its own "
+                             "budget; playout cap randomization (full_search_share < 1) needs mcts.root: puct")
+        return self
 
     @model_validator(mode="after")
     def _fits_in_memory(self) -> "Params":

@@ -16,6 +16,12 @@ edge with a prior be tried once before any is tried again, as in UCT).
 `visits` is the number of visits the root has when the search stops: a
 reused subtree counts toward it, so a tree never holds more than visits + 1
 nodes.
+
+Two root rules of the fast recipe replace PUCT at the root only: forced
+playouts in noisy searches (Wu 2019, "Accelerating Self-Play Learning in Go",
+KataGo), with `pruned_policy` taking the forced visits back out of the policy
+target, and a root action chosen outside the tree each round (zero.gumbel's
+sequential halving, Danihelka et al. 2022).
 """
 
 from __future__ import annotations
@@ -137,16 +143,58 @@ def puct_select(N, W, P, value, b, node, c_puct, fpu_reduction, fpu_value=np.nan
 
 
 @numba.njit(cache=True)
+def forced_select(N, W, P, b, c_puct, k):
+    """The root edge that forced playouts take, or -1 when none is owed one (Wu 2019).
+
+    An edge c with P(c) > 0 that has been visited at all is owed visits while
+    N(c) < n_forced(c) = sqrt(k * P(c) * sum N) (the paper's "child that has received any
+    playouts"; KataGo's rootDesiredPerChildVisitsCoeff): edges PUCT has not tried stay
+    untried. Of the edges owed visits, the one with the highest Q + U goes first (ties:
+    lowest action).
+    """
+    A = N.shape[2]
+    total = 0
+    for a in range(A):
+        total += N[b, 0, a]
+    sqrt_total = np.sqrt(max(total, 1))
+    best_a = -1
+    best = -np.inf
+    for a in range(A):
+        p = P[b, 0, a]
+        if p <= 0.0:
+            continue
+        n = N[b, 0, a]
+        if n == 0 or n >= np.sqrt(k * p * total):
+            continue
+        score = W[b, 0, a] / n + c_puct * p * sqrt_total / (1.0 + n)
+        if score > best:
+            best = score
+            best_a = a
+    return best_a
+
+
+@numba.njit(cache=True)
 def _select(N, W, P, child, parent, action, expanded, terminal, value, num_nodes,
-            slots, c_puct, fpu_reduction, fpu_value, paths, depth, leaves):
-    """Walk each slot's tree from the root to a new (or finished) leaf, allocating the new node."""
+            slots, c_puct, fpu_reduction, fpu_value, forced_k, root_actions, paths, depth, leaves):
+    """Walk each slot's tree from the root to a new (or finished) leaf, allocating the new node.
+
+    At the root, root_actions[i] >= 0 is the edge slot i must take; else, with forced_k > 0,
+    an edge owed forced playouts; else PUCT, as below the root.
+    """
     A = N.shape[2]
     for i in range(slots.shape[0]):
         b = slots[i]
         node = 0
         d = 0
         while expanded[b, node] and np.isnan(terminal[b, node]):
-            a = puct_select(N, W, P, value, b, node, c_puct, fpu_reduction, fpu_value)
+            a = -1
+            if node == 0:
+                if root_actions[i] >= 0:
+                    a = root_actions[i]
+                elif forced_k > 0.0:
+                    a = forced_select(N, W, P, b, c_puct, forced_k)
+            if a < 0:
+                a = puct_select(N, W, P, value, b, node, c_puct, fpu_reduction, fpu_value)
             paths[i, d] = a
             d += 1
             c = child[b, node, a]
@@ -251,6 +299,54 @@ def _promote(N, W, P, child, parent, action, expanded, terminal, value, num_node
     num_nodes[b] = count
 
 
+def pruned_policy(tree: Tree, slots: np.ndarray, config: SearchConfig) -> np.ndarray:
+    """[len(slots), A] float32: the root visit distribution with forced playouts pruned (Wu 2019).
+
+    Let c* be the most visited root edge. Every other edge c gives back up to
+    n_forced(c) = sqrt(k * P(c) * sum N) visits, as many as keep its Q + U (Q = W/N of
+    its real visits, U with the reduced count and the full sum N) below that of c*;
+    an edge left with a single visit is dropped. c* keeps all its visits.
+    """
+    slots = np.asarray(slots, np.int32)
+    out = np.zeros((len(slots), tree.N.shape[2]), np.float32)
+    _prune(tree.N, tree.W, tree.P, slots, float(config.c_puct), float(config.forced_playouts_k), out)
+    return out / np.maximum(out.sum(axis=1, keepdims=True), 1.0)
+
+
+@numba.njit(cache=True)
+def _prune(N, W, P, slots, c_puct, k, out):
+    A = N.shape[2]
+    for i in range(slots.shape[0]):
+        b = slots[i]
+        total = 0
+        best = 0
+        for a in range(A):
+            total += N[b, 0, a]
+            if N[b, 0, a] > N[b, 0, best]:
+                best = a
+        if total == 0:
+            continue
+        sqrt_total = np.sqrt(total)
+        n_best = N[b, 0, best]
+        best_score = W[b, 0, best] / n_best + c_puct * P[b, 0, best] * sqrt_total / (1.0 + n_best)
+        for a in range(A):
+            n = N[b, 0, a]
+            if a == best:
+                out[i, a] = n
+                continue
+            if n == 0 or P[b, 0, a] <= 0.0:
+                out[i, a] = n
+                continue
+            q = W[b, 0, a] / n
+            n_forced = np.sqrt(k * P[b, 0, a] * total)
+            left = n
+            while n - (left - 1) <= n_forced and left > 0:
+                if q + c_puct * P[b, 0, a] * sqrt_total / (1.0 + (left - 1)) >= best_score:
+                    break
+                left -= 1
+            out[i, a] = 0 if left <= 1 else left
+
+
 def add_dirichlet_noise(tree: Tree, slots: np.ndarray, rngs: list, weight: float, alpha: float | None) -> None:
     """Mix Dirichlet noise into the priors of each slot's (expanded) root.
 
@@ -292,13 +388,17 @@ class Search:
         self.evaluations = 0  # leaves sent to the evaluator (not finished games)
 
     def run(self, batch, slots: np.ndarray, noise_rngs: list | None = None,
-            visits: np.ndarray | None = None) -> None:
+            visits: np.ndarray | None = None, root_actions=None) -> None:
         """Search every slot in `slots` until its root has `visits` visits.
 
         With noise_rngs (one numpy Generator per slot, or None for a slot searched
         without noise), Dirichlet noise of the config's weight and alpha is mixed
-        into each root's priors once the root is expanded. `visits` ([len(slots)]
-        int, each at most the config's) stops each slot at its own count.
+        into each root's priors once the root is expanded, and the config's forced
+        playouts are made at the root. `visits` ([len(slots)] int, each at most
+        the config's) stops each slot at its own count. root_actions, if given, is
+        called each round with the slots about to select a leaf and returns the
+        root edge each must take ([L] int32, -1: the usual rule), as Gumbel
+        search's sequential halving does (zero.gumbel).
         """
         slots = np.asarray(slots, np.int32)
         if len(slots) == 0:
@@ -306,6 +406,7 @@ class Search:
         t, c = self.tree, self.config
         target = self.visits if visits is None else np.minimum(np.asarray(visits), self.visits)
         fpu_value = np.nan if c.fpu_value is None else float(c.fpu_value)
+        forced_k = float(c.forced_playouts_k) if noise_rngs is not None else 0.0
         noise_pending = np.zeros(len(slots), bool)
         if noise_rngs is not None:
             wants = np.array([r is not None for r in noise_rngs], bool)
@@ -323,8 +424,9 @@ class Search:
                 return
             L = len(active)
             paths, depth, leaves = self._paths[:L], self._depth[:L], self._leaves[:L]
-            _select(t.N, t.W, t.P, t.child, t.parent, t.action, t.expanded, t.terminal, t.value,
-                    t.num_nodes, active, float(c.c_puct), float(c.fpu_reduction), fpu_value, paths, depth, leaves)
+            forced = np.full(L, -1, np.int32) if root_actions is None else np.asarray(root_actions(active), np.int32)
+            _select(t.N, t.W, t.P, t.child, t.parent, t.action, t.expanded, t.terminal, t.value, t.num_nodes,
+                    active, float(c.c_puct), float(c.fpu_reduction), fpu_value, forced_k, forced, paths, depth, leaves)
             inputs = self.game.leaf_inputs(batch, active, paths, depth, want_planes=self.evaluator.needs_planes)
             priors, values = self.evaluator.evaluate(self.game, batch, active, paths, depth, inputs)
             self.evaluations += int(np.isnan(inputs.terminal_value).sum())

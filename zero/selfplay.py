@@ -14,10 +14,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from zero.arena import ArenaRules, GameRecord, MCTSPlayer, play_arena, write_sgfs
+from zero.arena import ArenaRules, GameRecord, play_arena, write_sgfs
 from zero.config import SearchConfig, SelfPlayConfig
 from zero.evaluator import NetworkEvaluator
 from zero.games import Game, make_game
+from zero.gumbel import search_player
 from zero.network import load_checkpoint, pick_device, set_threads
 from zero.shards import SHARD_FORMAT, Shard, shard_summary, write_shard
 
@@ -33,7 +34,8 @@ def play_games(game: Game, evaluator, selfplay: SelfPlayConfig, search: SearchCo
     final_board (Go), each played-out game keeps its final board for the auxiliary targets.
     """
     cap = (selfplay.full_search_share, selfplay.fast_visits) if selfplay.full_search_share < 1 else None
-    player = MCTSPlayer("self-play", evaluator, search, noise=True, reuse_tree=selfplay.reuse_tree, playout_cap=cap)
+    player = search_player("self-play", evaluator, search, noise=True, reuse_tree=selfplay.reuse_tree,
+                           playout_cap=cap)
     rules = ArenaRules(sample_moves=selfplay.temperature_moves, resign_threshold=selfplay.resign_threshold,
                        playout_share=selfplay.resign_playout_share, record=True, final_board=final_board)
     return play_arena(game, player, player, num_games, seed, selfplay.concurrent_games, rules,
