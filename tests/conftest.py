@@ -63,3 +63,14 @@ def harness():
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+def hand_root(N, W, P, value=0.0):
+    """A one-slot tree whose expanded root has the given edge statistics (search tests worked by hand)."""
+    from zero.mcts import Tree
+
+    t = Tree.allocate(1, 4, len(N))
+    t.N[0, 0], t.W[0, 0], t.P[0, 0] = N, W, P
+    t.value[0, 0] = value
+    t.expanded[0, 0] = True
+    return t

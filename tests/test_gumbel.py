@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import hand_root
 
 from zero.arena import MCTSPlayer
 from zero.config import SearchConfig, SelfPlayConfig
@@ -20,16 +21,9 @@ from zero.gumbel import (
     sigma,
     top_k_actions,
 )
-from zero.mcts import Tree
 from zero.selfplay import play_games
 
-
-def root(N, W, P, value=0.0):
-    t = Tree.allocate(1, 4, len(N))
-    t.N[0, 0], t.W[0, 0], t.P[0, 0] = N, W, P
-    t.value[0, 0] = value
-    t.expanded[0, 0] = True
-    return t
+root = hand_root
 
 
 @pytest.mark.parametrize("m,n,phases", [

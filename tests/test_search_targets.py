@@ -4,20 +4,15 @@ import math
 
 import numpy as np
 import pytest
+from conftest import hand_root
 
 from zero.arena import ArenaRules, MCTSPlayer, play_arena
 from zero.config import MCTSConfig, Params, SearchConfig, load_params
 from zero.evaluator import UniformEvaluator
 from zero.games.gomoku import GomokuGame
-from zero.mcts import Search, Tree, forced_select, pruned_policy
+from zero.mcts import Search, forced_select, pruned_policy
 
-
-def root(N, W, P, value=0.0):
-    t = Tree.allocate(1, 4, len(N))
-    t.N[0, 0], t.W[0, 0], t.P[0, 0] = N, W, P
-    t.value[0, 0] = value
-    t.expanded[0, 0] = True
-    return t
+root = hand_root
 
 
 @pytest.mark.parametrize("k,expected", [(2.0, 3), (1.0, 2), (0.1, -1)])

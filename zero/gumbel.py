@@ -36,7 +36,7 @@ import numpy as np
 from zero.arena import Choice, MCTSPlayer
 from zero.config import SearchConfig
 from zero.games import Game
-from zero.mcts import Search, Tree
+from zero.mcts import Tree
 
 TINY = np.finfo(np.float32).tiny
 NO_LOGIT = -1e9  # the logit of an action whose prior is 0
@@ -149,7 +149,7 @@ def gumbel_action(tree: Tree, slots: np.ndarray, g: np.ndarray, config: SearchCo
     return np.where(most, g + logits + s, -np.inf).argmax(axis=1)
 
 
-class GumbelPlayer:
+class GumbelPlayer(MCTSPlayer):
     """Gumbel root search with a given evaluator, for the arena (the interface of arena.MCTSPlayer).
 
     Args:
@@ -164,29 +164,14 @@ class GumbelPlayer:
     """
 
     def __init__(self, name: str, evaluator, config: SearchConfig, noise: bool = False):
-        self.name = name
-        self.evaluator = evaluator
-        self.config = config
-        self.noise = noise
-
-    @property
-    def evaluations(self) -> int:
-        """Leaves sent to the evaluator so far (0 before the first game)."""
-        return getattr(getattr(self, "search", None), "evaluations", 0)
+        super().__init__(name, evaluator, config, noise=noise, reuse_tree=False)
 
     def start(self, game: Game, batch, slots_n: int) -> None:
-        self.game, self.batch = game, batch
-        self.search = Search(game, self.evaluator, slots_n, self.config)
+        super().start(game, batch, slots_n)
         A = game.num_actions
         self._g = np.zeros((slots_n, A))  # [B, A] Gumbel noise of each slot's current search
         self._ranking = np.zeros((slots_n, A), np.int32)  # [B, A] actions still in, best first
         self._phase = np.full(slots_n, -1, np.int32)  # [B] phase _ranking belongs to; -1: none yet
-
-    def reset(self, slot: int) -> None:
-        self.search.tree.reset(slot)
-
-    def observe(self, slot: int, action: int) -> None:
-        self.search.tree.reset(slot)
 
     def choose(self, slots: np.ndarray, sample: np.ndarray, rngs: list) -> Choice:
         """Actions for the side to move in each slot, the resign statistic, the improved policy."""
