@@ -81,13 +81,13 @@ serve: install
 where: install
 	@$(BIN)/python -m flows.serve where --params $(PARAMS) --mlflow-port $(MLFLOW_PORT)
 
-# One generation through the served deployment; waits for it and prints where to look.
+# One generation through the served deployment; waits for it and prints where to look. The wait ends, with
+# the retry command, when the run fails or crashes, or when its process is gone (killed with the serve process).
 run: check up
-	@echo "prefect deployment run zero-generation/local --param params_file=$(PARAMS) --watch"
-	@$(BIN)/prefect deployment run zero-generation/local --param params_file=$(PARAMS) --watch \
-		--watch-interval 10; status=$$?; \
+	@echo "python -m flows.serve run $(PARAMS)   (prefect deployment run zero-generation/local, then waits)"
+	@$(BIN)/python -m flows.serve run $(PARAMS); status=$$?; \
 	$(BIN)/python -m flows.serve where --params $(PARAMS) --mlflow-port $(MLFLOW_PORT); \
-	if [ $$status -ne 0 ]; then echo "the flow run failed: its log is in the Prefect UI and .prefect/serve.log"; fi; \
+	if [ $$status -ne 0 ]; then echo "the flow run did not complete: its log is in the Prefect UI and .prefect/serve.log"; fi; \
 	exit $$status
 
 # Generations back to back until the run is cancelled (in the UI, or `prefect flow-run cancel ID`).
