@@ -44,13 +44,13 @@ export PATH := $(BIN):$(PATH)
 help:
 	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
 
-# The venv and the project with its pipeline and test extras. torch is installed first and pinned:
+# The venv and the project with its pipeline, ray and test extras (ray: the tests start a real Ray cluster). torch is installed first and pinned:
 # `pip install torch==2.13.0` takes the CPU wheel on this machine; an unpinned torch would pull CUDA.
 $(STAMP): pyproject.toml
-	@echo "installing zero with its pipeline and test extras into $(VENV) (about 2 minutes the first time)"
+	@echo "installing zero with its pipeline, ray and test extras into $(VENV) (about 3 minutes the first time)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@set -o pipefail; $(BIN)/python -m pip install --quiet "torch==2.13.0" 2>&1 | $(PIP_NOISE)
-	@set -o pipefail; $(BIN)/python -m pip install --quiet -e ".[pipeline,test]" 2>&1 | $(PIP_NOISE)
+	@set -o pipefail; $(BIN)/python -m pip install --quiet -e ".[pipeline,ray,test]" 2>&1 | $(PIP_NOISE)
 	@$(MAKE) --no-print-directory gnugo
 	@touch $@
 

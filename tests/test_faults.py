@@ -269,6 +269,7 @@ def test_seeded_random_kills_recover_to_the_uninterrupted_bytes(reference, fault
             killed = "nothing (finished first)"
         else:
             killed = kill(p, target, flow)
+        print(f"generation {g}: killed {killed} after {delay:.1f}s in {at}", flush=True)
         how, _ = recover(p, run_id, watch)
         check_generation(p, reference, g, run_id)
         rows.append({"generation": g, "target": target, "killed": killed, "after_s": round(delay, 1),
