@@ -44,13 +44,13 @@ export PATH := $(BIN):$(PATH)
 help:
 	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
 
-# The venv and the project with its pipeline and test extras. torch is installed first and pinned:
+# The venv and the project with its pipeline, ray and test extras (ray: the tests start a real Ray cluster). torch is installed first and pinned:
 # `pip install torch==2.13.0` takes the CPU wheel on this machine; an unpinned torch would pull CUDA.
 $(STAMP): pyproject.toml
-	@echo "installing zero with its pipeline and test extras into $(VENV) (about 2 minutes the first time)"
+	@echo "installing zero with its pipeline, ray and test extras into $(VENV) (about 3 minutes the first time)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@set -o pipefail; $(BIN)/python -m pip install --quiet "torch==2.13.0" 2>&1 | $(PIP_NOISE)
-	@set -o pipefail; $(BIN)/python -m pip install --quiet -e ".[pipeline,test]" 2>&1 | $(PIP_NOISE)
+	@set -o pipefail; $(BIN)/python -m pip install --quiet -e ".[pipeline,ray,test]" 2>&1 | $(PIP_NOISE)
 	@$(MAKE) --no-print-directory gnugo
 	@touch $@
 
@@ -81,13 +81,13 @@ serve: install
 where: install
 	@$(BIN)/python -m flows.serve where --params $(PARAMS) --mlflow-port $(MLFLOW_PORT)
 
-# One generation through the served deployment; waits for it and prints where to look.
+# One generation through the served deployment; waits for it and prints where to look. The wait ends, with
+# the retry command, when the run fails or crashes, or when its process is gone (killed with the serve process).
 run: check up
-	@echo "prefect deployment run zero-generation/local --param params_file=$(PARAMS) --watch"
-	@$(BIN)/prefect deployment run zero-generation/local --param params_file=$(PARAMS) --watch \
-		--watch-interval 10; status=$$?; \
+	@echo "python -m flows.serve run $(PARAMS)   (prefect deployment run zero-generation/local, then waits)"
+	@$(BIN)/python -m flows.serve run $(PARAMS); status=$$?; \
 	$(BIN)/python -m flows.serve where --params $(PARAMS) --mlflow-port $(MLFLOW_PORT); \
-	if [ $$status -ne 0 ]; then echo "the flow run failed: its log is in the Prefect UI and .prefect/serve.log"; fi; \
+	if [ $$status -ne 0 ]; then echo "the flow run did not complete: its log is in the Prefect UI and .prefect/serve.log"; fi; \
 	exit $$status
 
 # Generations back to back until the run is cancelled (in the UI, or `prefect flow-run cancel ID`).

@@ -24,7 +24,7 @@ from prefect.context import get_run_context
 from prefect.task_runners import ProcessPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field
 
-from flows import lineage, stages
+from flows import lineage, liveness, stages
 from flows.layout import Generation, LineError, Workspace, write_json
 
 FLOW_NAME = "zero-generation"
@@ -53,11 +53,15 @@ class GenerationRequest(BaseModel):
 
 
 def _resources(num_gpus: float):
-    """Ray resources for a task when the flow runs on a RayTaskRunner; nothing otherwise."""
-    try:
-        from prefect_ray.context import remote_options
-    except ImportError:
+    """Ray resources for a task when the flow runs on a RayTaskRunner (checked against the cluster); else none."""
+    runner = get_run_context().task_runner
+    if type(runner).__name__ != "RayTaskRunner":
         return contextlib.nullcontext()
+    from prefect_ray.context import remote_options
+
+    from flows.cluster import require_resources
+
+    require_resources(num_gpus)  # a task asking for a GPU no node has would wait forever
     return remote_options(num_gpus=num_gpus)
 
 
@@ -139,7 +143,8 @@ def zero_generation(
     """
     req = GenerationRequest(params_file=params_file, overrides=overrides or [], generation=generation, workdir=workdir)
     params = req.load()  # stops here, naming the field, on a bad params file
-    return run_generation(req.root(), params, req.generation)
+    with liveness.recorded(str(get_run_context().flow_run.id)):  # so a run whose process is gone can be told
+        return run_generation(req.root(), params, req.generation)
 
 
 def run_generation(root: Path, params, generation: int | None = None) -> dict:
@@ -340,13 +345,15 @@ def zero_loop(
     lineage models/<tag>.json (flows.ship), ready to commit.
     """
     done = []
-    while generations is None or len(done) < generations:
-        record = zero_generation(params_file=params_file, overrides=overrides, workdir=workdir)
-        done.append(record)
-        if ship and record.get("gate", {}).get("promoted", record.get("gate", {}).get("passed")):
-            from flows.ship import ship as ship_line
+    with liveness.recorded(str(get_run_context().flow_run.id)):
+        while generations is None or len(done) < generations:
+            record = zero_generation(params_file=params_file, overrides=overrides, workdir=workdir)
+            done.append(record)
+            if ship and record.get("gate", {}).get("promoted", record.get("gate", {}).get("passed")):
+                from flows.ship import ship as ship_line
 
-            req = GenerationRequest(params_file=params_file, overrides=overrides or [], workdir=workdir)
-            lineage_ = ship_line(req.root(), req.load(), params_file)
-            get_run_logger().info("shipped %s (sha256 %s) to models/", lineage_["file"], lineage_["sha256"][:12])
+                req = GenerationRequest(params_file=params_file, overrides=overrides or [], workdir=workdir)
+                lineage_ = ship_line(req.root(), req.load(), params_file)
+                get_run_logger().info("shipped %s (sha256 %s) to models/", lineage_["file"],
+                                      lineage_["sha256"][:12])
     return done

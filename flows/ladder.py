@@ -219,11 +219,15 @@ def _log_mlflow(root: Path, tag: str, run_id: str | None, summary: dict, lad: Pa
 def zero_ladder(params_file: str = "params.yaml", overrides: list[str] | None = None,
                 generation: int | None = None, workdir: str | None = None) -> dict:
     """Ladder a line's champion (after `generation`, default the last) and refit the line's ratings."""
+    from prefect.context import get_run_context
+
+    from flows import liveness
     from flows.generation import GenerationRequest
 
     req = GenerationRequest(params_file=params_file, overrides=overrides or [], generation=generation,
                             workdir=workdir)
-    return run_ladder(req.root(), req.load(), generation)
+    with liveness.recorded(str(get_run_context().flow_run.id)):
+        return run_ladder(req.root(), req.load(), generation)
 
 
 def main(argv: list[str] | None = None) -> int:

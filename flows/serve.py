@@ -4,7 +4,10 @@
     up      dvc init if needed, start the Prefect server and the serve process in the background
     down    stop both
     check   validate a params file (and overrides) without starting anything
-    retry   put a failed or crashed flow run back on the schedule; it resumes from its finished tasks
+    run     start zero-generation/local and wait for it; a run whose process is gone ends the wait, Crashed
+    retry   put a failed, crashed or cancelled flow run back on the schedule; it resumes from its finished tasks
+    cancel  cancel a flow run; one whose process is gone is Cancelled at once
+    reap    mark every Running, Pending or Cancelling run whose process is provably gone Crashed (Cancelled)
     where   print where to look: Prefect UI, mlflow ui, the champion, dvc repro
 
 Prefect names a deployment <flow name>/<deployment name>; the flow is
@@ -22,10 +25,28 @@ from pathlib import Path
 
 from flows.servers import DEPLOYMENT, Services, apply_env
 
+FINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
+
+
+def _reap(client) -> None:
+    """Mark the runs whose process is provably gone, saying so."""
+    from flows.liveness import reap
+
+    for run_id, name, state in reap(client):
+        print(f"flow run {name} ({run_id}): its process is gone; marked {state}. "
+              f"Resume it with `python -m flows.serve retry {run_id}`")
+
 
 def cmd_serve(args) -> int:
     apply_env(args.root, args.port)
     os.chdir(args.root)
+    from prefect.client.orchestration import get_client
+
+    from flows.liveness import SERVE, record_run
+
+    with get_client(sync_client=True) as client:  # runs left behind by a killed serve process
+        _reap(client)
+    record_run(SERVE)  # answers for the runs it starts until they record themselves
     from prefect import serve
 
     from flows.generation import zero_generation, zero_loop
@@ -33,10 +54,9 @@ def cmd_serve(args) -> int:
 
     gen_flow, loop_flow = zero_generation, zero_loop
     if args.ray:
-        from prefect_ray import RayTaskRunner
+        from flows.cluster import on_ray
 
-        runner = RayTaskRunner(address=args.ray)
-        gen_flow = zero_generation.with_options(task_runner=runner)
+        gen_flow = on_ray(zero_generation, args.ray)
     defaults = {"workdir": str(Path(args.root).resolve())}
     serve(
         gen_flow.to_deployment(name="local", parameters=defaults,
@@ -57,6 +77,10 @@ def cmd_up(args) -> int:
     services = Services(args.root, args.port)
     services.start_server()
     print(f"Prefect server: {services.ui_url} (PREFECT_HOME={services.home})")
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        _reap(client)
     services.start_serve(ray_address=args.ray)
     print(f"serving {DEPLOYMENT} and zero-loop/local (log: {services.home / 'serve.log'})")
     return 0
@@ -86,14 +110,114 @@ def cmd_retry(args) -> int:
     from prefect.client.orchestration import get_client
     from prefect.states import AwaitingRetry
 
+    from flows.liveness import mark_gone, process_gone
+
     with get_client(sync_client=True) as client:
         run = client.read_flow_run(args.flow_run_id)
+        gone = process_gone(run)
+        if gone is not None:
+            print(f"flow run {run.name}: its process ({gone.text()}) is gone; marked {mark_gone(client, run, gone)}")
+            run = client.read_flow_run(args.flow_run_id)
         if not (run.state and (run.state.is_failed() or run.state.is_crashed() or run.state.is_cancelled())):
             print(f"flow run {run.name} is {run.state.name if run.state else 'unknown'}; only a failed, "
                   f"crashed or cancelled run can be retried", file=sys.stderr)
             return 1
         client.set_flow_run_state(run.id, AwaitingRetry(), force=True)
+    services = Services(args.root, args.port)
+    if not services.serving():
+        services.up()
+        print(f"started the serve process (log: {services.home / 'serve.log'})")
     print(f"flow run {run.name} ({run.id}) is scheduled again; the serve process picks it up")
+    return 0
+
+
+def cmd_cancel(args) -> int:
+    """Cancel a run; the serve process stops its process, or, if that is gone, the run is Cancelled here."""
+    apply_env(args.root, args.port)
+    from prefect.client.orchestration import get_client
+    from prefect.states import Cancelling
+
+    from flows.liveness import mark_gone, process_gone
+
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(args.flow_run_id)
+        if run.state and run.state.type.value in FINAL:
+            print(f"flow run {run.name} is {run.state.name} already")
+            return 0
+        gone = process_gone(run)
+        if gone is None:
+            client.set_flow_run_state(run.id, Cancelling(), force=True)
+            run = _wait(client, run.id, args.timeout, until=FINAL)
+            gone = process_gone(run)
+        if gone is not None:  # nobody will stop it: it is Cancelled here
+            client.set_flow_run_state(run.id, Cancelling(), force=True)
+            mark_gone(client, client.read_flow_run(run.id), gone)
+            run = client.read_flow_run(run.id)
+    print(f"flow run {run.name} is {run.state.name}")
+    return 0 if run.state.type.value in FINAL else 1
+
+
+def _wait(client, run_id, timeout: float, until=FINAL, interval: float = 2.0):
+    import time
+
+    deadline = time.time() + timeout
+    while True:
+        run = client.read_flow_run(run_id)
+        if run.state.type.value in until or time.time() > deadline:
+            return run
+        time.sleep(interval)
+
+
+def cmd_run(args) -> int:
+    """Start zero-generation/local and wait for its end; a run whose process is gone ends the wait too."""
+    import time
+
+    services = Services(args.root, args.port)
+    apply_env(args.root, args.port)
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+
+    from flows.liveness import mark_gone, process_gone
+
+    parameters = {"params_file": args.params, **({"overrides": args.set} if args.set else {})}
+    run = run_deployment(DEPLOYMENT, parameters=parameters, timeout=0)
+    print(f"flow run {run.name} ({run.id}): {services.ui_url}/runs/flow-run/{run.id}", flush=True)
+    last, serve_missing = None, 0.0
+    with get_client(sync_client=True) as client:
+        while True:
+            run = client.read_flow_run(run.id)
+            state = run.state.type.value
+            if run.state.name != last:
+                print(f"flow run {run.name}: {run.state.name}", flush=True)
+                last = run.state.name
+            if state in FINAL:
+                if state != "COMPLETED":
+                    print(f"{run.state.message or ''}\nresume it with `python -m flows.serve retry {run.id}`",
+                          file=sys.stderr)
+                return 0 if state == "COMPLETED" else 1
+            gone = process_gone(run)
+            if gone is not None:
+                new = mark_gone(client, run, gone)
+                print(f"flow run {run.name} is {new}: its process ({gone.text()}) is gone. Resume it with "
+                      f"`python -m flows.serve retry {run.id}`", file=sys.stderr)
+                return 1
+            if state == "SCHEDULED" and not services.serving():
+                serve_missing = serve_missing or time.time()
+                if time.time() - serve_missing > args.grace:
+                    print(f"flow run {run.name} is waiting for a serve process and none is running "
+                          f"({services.serve_pid_file}); `make up` starts one, and it starts the run", file=sys.stderr)
+                    return 1
+            else:
+                serve_missing = 0.0
+            time.sleep(args.interval)
+
+
+def cmd_reap(args) -> int:
+    apply_env(args.root, args.port)
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        _reap(client)
     return 0
 
 
@@ -164,16 +288,26 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("check")
     p.add_argument("params")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    p = sub.add_parser("run")
+    p.add_argument("params", nargs="?", default="params.yaml")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    p.add_argument("--interval", type=float, default=5.0, help="seconds between looks at the run")
+    p.add_argument("--grace", type=float, default=60.0,
+                   help="seconds a scheduled run may wait with no serve process before the wait ends")
     p = sub.add_parser("retry")
     p.add_argument("flow_run_id")
+    p = sub.add_parser("cancel")
+    p.add_argument("flow_run_id")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the serve process to stop it")
+    sub.add_parser("reap")
     p = sub.add_parser("where")
     p.add_argument("--params", default="params.yaml")
     p.add_argument("--mlflow-port", type=int, default=int(os.environ.get("MLFLOW_PORT") or 5000),
                    help="the port `make mlflow-ui` serves on (default MLFLOW_PORT, else 5000)")
     args = ap.parse_args(argv)
     args.root = str(Path(args.root).resolve())
-    commands = {"serve": cmd_serve, "up": cmd_up, "down": cmd_down, "check": cmd_check, "retry": cmd_retry,
-                "where": cmd_where}
+    commands = {"serve": cmd_serve, "up": cmd_up, "down": cmd_down, "check": cmd_check, "run": cmd_run,
+                "retry": cmd_retry, "cancel": cmd_cancel, "reap": cmd_reap, "where": cmd_where}
     return commands[args.command](args)
 
 

@@ -65,12 +65,15 @@ def healthy(api_url: str, timeout: float = 2.0) -> bool:
 
 
 def _pid_alive(pid_file: Path) -> int | None:
+    """The pid in pid_file if that process is alive (a killed process nobody has reaped yet is not)."""
+    from flows.liveness import ProcessId
+
     try:
         pid = int(pid_file.read_text().strip())
         os.kill(pid, 0)
     except (OSError, ValueError):
         return None
-    return pid
+    return None if ProcessId.of(pid).gone() else pid
 
 
 def _spawn(cmd: list[str], log: Path, env: dict, cwd: Path, pid_file: Path) -> subprocess.Popen:

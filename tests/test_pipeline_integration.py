@@ -14,79 +14,19 @@ import os
 import re
 import shutil
 import signal
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
 
-from pipeline_support import SMOKE, clean_env_for, free_port, make_workspace
+from pipeline_support import BIN, SMOKE, TAG, Pipeline, free_port, make_workspace
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.timeout(1200)]
 
-TAG = "gomoku-6x6x4"
-BIN = Path(sys.executable).parent
 # Generation 3 plays longer shards so the run can be killed between them.
 SLOW_SELFPLAY = ["pipeline.selfplay_shards=4", "selfplay.games_per_shard=24", "selfplay.visits=48",
                  "selfplay.concurrent_games=24"]
-
-
-class Pipeline:
-    """The workspace's services and the commands a person would type."""
-
-    def __init__(self, root: Path, port: int):
-        self.root, self.port = root, port
-        self.env = clean_env_for(root, port)
-        self.env["PATH"] = f"{BIN}{os.pathsep}{self.env.get('PATH', '')}"  # the venv is active, as `make repro` has it
-        self.api = self.env["PREFECT_API_URL"]
-
-    def sh(self, *args, check=True, timeout=600) -> subprocess.CompletedProcess:
-        proc = subprocess.run(list(args), cwd=self.root, env=self.env, capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
-        if check and proc.returncode != 0:
-            raise AssertionError(f"{' '.join(args)} exited {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-        return proc
-
-    def serve(self, *args, **kw):
-        return self.sh(str(BIN / "python"), "-m", "flows.serve", "--root", str(self.root), "--port", str(self.port),
-                       *args, **kw)
-
-    def deployment_run(self, *params: str, watch: bool = True, check=True) -> tuple[str, subprocess.CompletedProcess]:
-        cmd = [str(BIN / "prefect"), "deployment", "run", "zero-generation/local"]
-        for p in params:
-            cmd += ["--param", p]
-        if watch:
-            cmd += ["--watch", "--watch-interval", "2", "--watch-timeout", "900"]
-        proc = self.sh(*cmd, check=check, timeout=960)
-        match = re.search(r"UUID: ([0-9a-f-]{36})", proc.stdout)
-        assert match, proc.stdout
-        return match.group(1), proc
-
-    def flow_run(self, run_id: str) -> dict:
-        with urllib.request.urlopen(f"{self.api}/flow_runs/{run_id}", timeout=10) as r:
-            return json.loads(r.read())
-
-    def wait_state(self, run_id: str, types: set[str], timeout: float = 300) -> dict:
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            run = self.flow_run(run_id)
-            if run["state"] and run["state"]["type"] in types:
-                return run
-            time.sleep(1)
-        raise AssertionError(f"flow run {run_id} not in {types} after {timeout}s: {self.flow_run(run_id)['state']}")
-
-    def tracker(self):
-        from flows.tracking import Tracker
-
-        saved = os.environ.pop("MLFLOW_TRACKING_URI", None)
-        try:
-            return Tracker(self.root, TAG)
-        finally:
-            if saved is not None:
-                os.environ["MLFLOW_TRACKING_URI"] = saved
 
 
 @pytest.fixture(scope="module")
