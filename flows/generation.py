@@ -28,7 +28,7 @@ from flows import lineage, liveness, stages
 from flows.layout import Generation, LineError, Workspace, write_json
 
 FLOW_NAME = "zero-generation"
-CACHED = (INPUTS - "run_id") + TASK_SOURCE
+CACHED = (INPUTS - "run_id" - "tracking") + TASK_SOURCE
 
 
 class GenerationRequest(BaseModel):
@@ -81,12 +81,17 @@ def gate_part_task(root: str, gen_rel: str, part: int, params_hash: str, candida
 
 
 @task(name="train", persist_result=True, cache_policy=CACHED)
-def train_task(root: str, gen_rel: str, params_hash: str, champion_sha: str, window_sha: str, run_id: str) -> dict:
-    """Train the candidate, streaming per-step metrics to the generation's MLflow run."""
+def train_task(root: str, gen_rel: str, params_hash: str, champion_sha: str, window_sha: str, run_id: str,
+               tracking: str | None = None) -> dict:
+    """Train the candidate, streaming per-step metrics to the generation's MLflow run.
+
+    `tracking` is the flow's MLflow tracking URI: a worker on another node (Ray) writes
+    to the flow's tracking store whatever its own environment says.
+    """
     from flows.tracking import Tracker
 
     gen = stages.parse_gen_dir(gen_rel, root)
-    tracker = Tracker(root, gen.tag)
+    tracker = Tracker(root, gen.tag, uri=tracking)
     log_step = tracker.step_logger(run_id)
     summary = stages.train(gen, on_step=log_step)
     log_step.flush()
@@ -278,7 +283,7 @@ def run_train(tracker, gen: Generation, params, facts, champ: dict, selfplay: li
     from flows.tracking import log_candidate, open_generation_run
 
     run_id, resumed = open_generation_run(tracker, gen, params, facts, champ, data, selfplay)
-    args = (str(gen.root), gen.rel, facts.params_hash, champ["sha256"], data["window_sha256"], run_id)
+    args = (str(gen.root), gen.rel, facts.params_hash, champ["sha256"], data["window_sha256"], run_id, tracker.uri)
     with _resources(params.pipeline.num_gpus):
         summary = train_task.submit(*args).result()
     if not gen.candidate.is_file() or stages.file_sha256(gen.candidate) != summary["sha256"]:

@@ -86,10 +86,10 @@ def read_line(root: str | Path, tag: str) -> tuple[str | None, object | None]:
 class Tracker:
     """The MLflow client of one workspace and game line."""
 
-    def __init__(self, root: str | Path, tag: str):
+    def __init__(self, root: str | Path, tag: str, uri: str | None = None):
         self.root = Path(root).resolve()
         self.tag = tag
-        self.uri = tracking_uri(self.root)
+        self.uri = uri or tracking_uri(self.root)
         mlflow.set_tracking_uri(self.uri)
         mlflow.set_registry_uri(self.uri)
         self.client = MlflowClient(self.uri, self.uri)
