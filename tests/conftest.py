@@ -74,3 +74,14 @@ def hand_root(N, W, P, value=0.0):
     t.value[0, 0] = value
     t.expanded[0, 0] = True
     return t
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Torch on one thread for the test, as the pipeline's stages run it; the old count restored after."""
+    import torch
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(saved)

@@ -60,12 +60,7 @@ def tiny_params(**train):
     return params_from_dict({"network": {"size": "b1c8", "value_hidden": 16}, "train": base})
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture

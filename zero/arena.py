@@ -272,10 +272,10 @@ class _Arena:
             self.slot_rec[slot] = None
             return
         index = self.first_index + len(self.out.records)
-        rng = np.random.default_rng(game_seed(self.seed, index))
+        seed = game_seed(self.seed, index)
+        rng = np.random.default_rng(seed)
         share = self.rules.playout_share
-        rec = GameRecord(index=index, seed=game_seed(self.seed, index),
-                         no_resign=share is not None and bool(rng.random() < share))
+        rec = GameRecord(index=index, seed=seed, no_resign=share is not None and bool(rng.random() < share))
         self.out.records.append(rec)
         self.slot_rec[slot], self.rngs[slot] = rec, rng
         self.a_color[slot] = 1 if index % 2 == 0 else -1
