@@ -7,6 +7,7 @@
 #   make campaign LINE=go-9        train a shipped line (campaigns/go-9.yaml) generation after generation, shipping
 #                                  each champion that passes to models/go-9.pt + models/go-9.json
 #   make ladder PARAMS=...         the champion against GNU Go and fixed opponents; Elo of the line
+#   make compare SPEC=...          recipes at equal compute: their lines' networks in one Elo pool
 #   make test-fast                 the tests not marked slow (a few minutes)
 #
 # Other targets: install, up, down, serve, repro, loop, ship, mlflow-ui, where, check, clean-runs.
@@ -39,10 +40,10 @@ export DVC_NO_ANALYTICS := 1
 export DO_NOT_TRACK := 1
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help install gnugo run up down serve check where repro loop campaign ship ladder mlflow-ui test test-fast clean-runs
+.PHONY: help install gnugo run up down serve check where repro loop campaign ship ladder compare mlflow-ui test test-fast clean-runs
 
 help:
-	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,15p' Makefile | sed 's/^# \{0,1\}//'
 
 # The venv and the project with its pipeline, ray and test extras (ray: the tests start a real Ray cluster). torch is installed first and pinned:
 # `pip install torch==2.13.0` takes the CPU wheel on this machine; an unpinned torch would pull CUDA.
@@ -107,6 +108,11 @@ ship: install
 # The champion of $(PARAMS)'s line against GNU Go and fixed opponents; ratings and plot in gens/<line>/ladder/.
 ladder: check up
 	$(BIN)/prefect deployment run zero-ladder/local --param params_file=$(PARAMS) --watch --watch-interval 10
+
+# Recipes compared at equal compute (docs/recipes/go-9/compare.yaml): the missing matches, ratings, compare.png, table.md.
+SPEC ?= docs/recipes/go-9/compare.yaml
+compare: install
+	$(BIN)/python -m flows.compare $(SPEC) --mlflow $(MLFLOW_TRACKING_URI)
 
 # Re-create every generation's outputs that are missing or changed, with the flow's code.
 repro: install
