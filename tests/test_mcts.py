@@ -246,3 +246,136 @@ def test_network_evaluator_symmetry_is_consistent():
         expect = masked_softmax(logits[:, perms[s]], inputs.legal[r : r + 1])
         np.testing.assert_allclose(p1[r], expect[0], atol=1e-5)
         assert abs(v1[r] - value[0]) < 1e-5
+
+
+class AsyncFixedEvaluator(FixedEvaluator):
+    """FixedEvaluator with the submit/collect interface of a GPU evaluator; logs the order of calls."""
+
+    def __init__(self, num_actions, seed=3):
+        super().__init__(num_actions, seed)
+        self.log = []
+
+    def submit(self, game, batch, slots, paths, depth, inputs):
+        self.log.append(("submit", int(slots[0])))
+        return int(slots[0]), self.evaluate(game, batch, slots, paths.copy(), depth.copy(), inputs)
+
+    def collect(self, handle):
+        self.log.append(("collect", handle[0]))
+        return handle[1]
+
+
+def test_grouped_search_overlaps_the_groups_and_builds_the_trees_of_separate_searches():
+    positions = _positions()
+    game = positions[0].game
+    batch = game.new_batch(len(positions))
+    for j, p in enumerate(positions):
+        game.copy_slot(p.batch, 0, batch, j)
+    config = SearchConfig(visits=40, dirichlet_weight=0.25, dirichlet_alpha=0.3)
+    groups = [np.array([0, 1], np.int32), np.array([2, 3], np.int32)]
+
+    def noise():
+        return [np.random.default_rng(100 + j) for j in range(2)]
+
+    grouped = Search(game, AsyncFixedEvaluator(game.num_actions), len(positions), config)
+    grouped.run_groups(batch, [(groups[0], noise(), np.array([40, 25])), (groups[1], noise(), None)])
+    apart = Search(game, FixedEvaluator(game.num_actions), len(positions), config)
+    apart.run(batch, groups[0], noise_rngs=noise(), visits=np.array([40, 25]))
+    apart.run(batch, groups[1], noise_rngs=noise())
+    for name in ("N", "W", "P", "child", "num_nodes"):
+        np.testing.assert_array_equal(getattr(grouped.tree, name), getattr(apart.tree, name), err_msg=name)
+    assert list(grouped.tree.root_visits(np.arange(4, dtype=np.int32))) == [40, 25, 40, 40]
+    log = grouped.evaluator.log
+    # both groups' calls are in flight before the first result is taken, and stay so in turn
+    assert log[:4] == [("submit", 0), ("submit", 2), ("collect", 0), ("submit", 0)]
+    assert grouped.evaluations == apart.evaluations
+
+
+def test_a_player_in_groups_plays_the_same_games_as_one_search():
+    from zero.arena import ArenaRules, MCTSPlayer, play_arena
+
+    game = GomokuGame(6, 6, 4)
+    rules = ArenaRules(sample_moves=3, record=True)
+
+    def play(groups):
+        ev = AsyncFixedEvaluator(game.num_actions)
+        p = MCTSPlayer("p", ev, SearchConfig(visits=16, dirichlet_weight=0.25, dirichlet_alpha=0.3,
+                                             forced_playouts_k=2.0), noise=True, playout_cap=(0.5, 4),
+                       groups=groups)
+        return play_arena(game, p, p, 6, seed=4, concurrent=6, rules=rules).records, ev
+
+    one, ev1 = play(1)
+    three, ev3 = play(3)
+    assert [r.moves for r in one] == [r.moves for r in three]
+    for a, b in zip(one, three):
+        np.testing.assert_array_equal(np.array(a.policies), np.array(b.policies))
+    assert not any(kind == "submit" for kind, _ in ev1.log)  # one group: evaluate, not submit/collect
+    assert sum(kind == "submit" for kind, _ in ev3.log) > 0
+
+
+def test_network_evaluator_submit_and_collect_give_evaluate_s_answer():
+    import torch
+
+    from zero.config import load_params
+    from zero.network import init_network
+
+    params = load_params(None, ["game.name=gomoku", "game.height=6", "game.width=6", "game.k=4",
+                                "network.size=b1c8"])
+    game = GomokuGame(6, 6, 4)
+    net = init_network(params, game, seed=1)
+    positions = _positions()
+    batch = game.new_batch(len(positions))
+    for j, p in enumerate(positions):
+        game.copy_slot(p.batch, 0, batch, j)
+    slots = np.arange(4, dtype=np.int32)
+    zeros = np.zeros((4, 1), np.int32)
+    inputs = game.leaf_inputs(batch, slots, zeros, np.zeros(4, np.int32))
+    a = NetworkEvaluator(net, game.symmetries(), seed=5)
+    b = NetworkEvaluator(net, game.symmetries(), seed=5, half=True)  # bf16 is CUDA's only
+    first, second = b.submit(game, batch, slots, zeros, zeros[:, 0], inputs), None
+    second = b.submit(game, batch, slots, zeros, zeros[:, 0], inputs)
+    for handle in (first, second):
+        pb, vb = b.collect(handle)
+        pa, va = a.evaluate(game, batch, slots, zeros, zeros[:, 0], inputs)
+        np.testing.assert_array_equal(pa, pb)
+        np.testing.assert_array_equal(va, vb)
+    assert b.nn_calls == 2 and b.nn_positions == 8 and b.nn_seconds > 0
+    assert not b.half and torch.get_default_dtype() == torch.float32
+
+
+def test_tree_and_board_work_on_several_threads_gives_the_one_thread_trees():
+    import numba
+
+    from zero.games.go import GoGame
+
+    if numba.config.NUMBA_NUM_THREADS < 2:  # one core here: numba's pool was made with one thread
+        import os
+        import subprocess
+        import sys
+
+        name = "test_tree_and_board_work_on_several_threads_gives_the_one_thread_trees"
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"{__file__}::{name}"],
+                              env={**os.environ, "NUMBA_NUM_THREADS": "2"}, capture_output=True, text=True)
+        assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-3000:]
+        return
+    game = GoGame(9)
+    rng = np.random.default_rng(0)
+    batch = game.new_batch(96)
+    for s in range(96):  # 96 different positions, a few random moves each
+        for _ in range(int(rng.integers(0, 12))):
+            legal = np.flatnonzero(game.legal_mask(batch, s))
+            game.play(batch, s, int(rng.choice(legal[legal != game.num_actions - 1])))
+    slots = np.arange(96, dtype=np.int32)
+    config = SearchConfig(visits=24)
+    trees = []
+    before = numba.get_num_threads()
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            search = Search(game, FixedEvaluator(game.num_actions), 96, config)
+            search.run(batch, slots)
+            trees.append(search.tree)
+    finally:
+        numba.set_num_threads(before)
+    for name in ("N", "W", "P", "child", "parent", "num_nodes", "terminal"):
+        np.testing.assert_array_equal(getattr(trees[0], name), getattr(trees[1], name), err_msg=name)
+    assert trees[0].root_visits(slots).min() == 24

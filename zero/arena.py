@@ -136,14 +136,18 @@ class MCTSPlayer:
             move is a full search (config.visits, noise, kept as a training target) with
             probability full_share, drawn from the game's generator, else a fast one
             (fast_visits, no noise, not kept). None: every move is a full search.
+        groups: the slots choosing at once are split into this many groups searched by
+            Search.run_groups, one group's network call in flight while the next group's tree
+            work runs (a GPU's evaluator); 1: one search over all of them.
     """
 
     def __init__(self, name: str, evaluator, config: SearchConfig, noise: bool = False, reuse_tree: bool = True,
-                 playout_cap: tuple[float, int] | None = None):
+                 playout_cap: tuple[float, int] | None = None, groups: int = 1):
         self.name = name
         self.evaluator = evaluator
         self.config = config
         self.noise, self.reuse_tree, self.playout_cap = noise, reuse_tree, playout_cap
+        self.groups = groups
 
     @property
     def evaluations(self) -> int:
@@ -172,7 +176,13 @@ class MCTSPlayer:
             full = np.array([rng.random() < share for rng in rngs], bool)
             visits = np.where(full, self.config.visits, fast_visits)
             noise = None if noise is None else [r if f else None for r, f in zip(noise, full)]
-        self.search.run(self.batch, slots, noise_rngs=noise, visits=visits)
+        if self.groups > 1 and len(slots) >= 2 * self.groups:
+            parts = np.array_split(np.arange(len(slots)), self.groups)
+            self.search.run_groups(self.batch, [
+                (slots[p], None if noise is None else [noise[i] for i in p], None if visits is None else visits[p])
+                for p in parts])
+        else:
+            self.search.run(self.batch, slots, noise_rngs=noise, visits=visits)
         if self.noise and self.config.forced_playouts_k > 0:
             policy = pruned_policy(self.search.tree, slots, self.config)
         else:

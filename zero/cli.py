@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -48,6 +49,16 @@ def _count(limit: int):
         return n
 
     return count
+
+
+def _counts(limit: int):
+    """argparse type: comma-separated whole numbers from 1 to `limit`."""
+    one = _count(limit)
+
+    def counts(text: str) -> list[int]:
+        return [one(part.strip()) for part in text.split(",")]
+
+    return counts
 
 
 def _seed(text: str) -> int:
@@ -329,12 +340,16 @@ def cmd_bench(args) -> int:
     from zero.bench import run_bench
 
     params = _params(args)
-    need = tree_bytes(params.game, args.games, args.visits)
-    if need > MAX_TREE_BYTES:
-        raise UsageError(f"--games {args.games} with --visits {args.visits} on {params.game.tag} needs "
-                         f"{need / 2**30:.1f} GiB of search trees, more than the {MAX_TREE_BYTES / 2**30:.0f} GiB limit")
+    for games in [args.games] + (args.scan_games or []):
+        need = tree_bytes(params.game, games, args.visits)
+        if need > MAX_TREE_BYTES:
+            raise UsageError(f"--games {games} with --visits {args.visits} on {params.game.tag} needs "
+                             f"{need / 2**30:.1f} GiB of search trees, more than the "
+                             f"{MAX_TREE_BYTES / 2**30:.0f} GiB limit")
+    if args.scan_games and not args.scan_threads:
+        args.scan_threads = [params.selfplay.threads or (os.cpu_count() or 1)]
     result = run_bench(params, seconds=args.seconds, concurrent=args.games, visits=args.visits,
-                       quiet=args.json)
+                       quiet=args.json, scan_games=args.scan_games, scan_threads=args.scan_threads)
     if args.json:
         print(json.dumps(result))
     return 0
@@ -414,6 +429,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seconds", type=_seconds, default=20.0)
     p.add_argument("--games", type=_count(MAX_CONCURRENT), default=128, help="concurrent self-play games")
     p.add_argument("--visits", type=_count(MAX_VISITS), default=100)
+    p.add_argument("--scan-games", type=_counts(MAX_CONCURRENT), default=None, metavar="N,N,...",
+                   help="also measure self-play at each number of concurrent games")
+    p.add_argument("--scan-threads", type=_counts(1024), default=None, metavar="N,N,...",
+                   help="also measure self-play with each number of torch and numba threads")
     p.set_defaults(fn=cmd_bench)
     return parser
 

@@ -298,6 +298,11 @@ class SelfPlayConfig(_ComputeSection):
     # Visits that grow over generations: [[generation, visits], ...], the last entry at or below g applies.
     visits_schedule: list[tuple[_Generation, _Visits]] = Field(default_factory=list, max_length=1000,
                                                                 json_schema_extra=_SWITCH)
+    # The engine on a GPU (README: performance). search_groups: the games searched in this many groups,
+    # one group's network call in flight while the next group's tree work runs (1: one search).
+    # half_precision: the network in bfloat16 on CUDA (no effect on the CPU).
+    search_groups: int = _int(1, ge=1, le=16, switch=True)
+    half_precision: bool = _bool(False, switch=True)
 
     @model_validator(mode="after")
     def _fast_visits_fit(self) -> "SelfPlayConfig":

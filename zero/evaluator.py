@@ -35,28 +35,44 @@ class NetworkEvaluator:
         symmetries: [S, A] action permutations (game.symmetries()), or None for identity only.
         seed: seeds the choice of symmetry per leaf.
         device: where the network lives.
+        half: on CUDA, run the network in bfloat16 (autocast); no effect elsewhere.
+
+    `evaluate` is `collect(submit(...))`. On CUDA, `submit` copies the planes into a pinned
+    buffer, starts the transfer and the network on the device's stream and returns at once;
+    `collect` waits for that call's results. Several calls may be in flight (zero.mcts's
+    Search.run_groups keeps one per group of games), so the search of one group overlaps the
+    network call of another. On the CPU, `submit` runs the network before it returns.
+    `nn_seconds` is the time the network was busy: measured on the device between CUDA events,
+    or as the wall time of each call on the CPU.
     """
 
     needs_planes = True
+    RING = 4  # pinned buffer sets on CUDA: more than the calls ever in flight at once
 
     def __init__(self, net: torch.nn.Module, symmetries: np.ndarray | None, seed: int = 0,
-                 device: torch.device | str = "cpu"):
+                 device: torch.device | str = "cpu", half: bool = False):
         self.net = net.eval()
         self.device = torch.device(device)
+        self.cuda = self.device.type == "cuda"
+        self.half = half and self.cuda
         self.perms = symmetries
         if symmetries is not None:
             self.inverse = np.argsort(symmetries, axis=1)
         self._rng = np.random.default_rng(seed)
-        self.nn_seconds = 0.0  # time spent inside the network, for the benchmark
+        self.nn_seconds = 0.0  # time the network was busy, for the benchmark
         self.nn_positions = 0
+        self.nn_calls = 0
+        self._pinned: list | None = None
+        self._events: list = []  # (start, end) CUDA events of calls not yet timed
 
     def evaluate(self, game, batch, slots, paths, depth, inputs: LeafInputs):
-        L, A = inputs.legal.shape
-        priors = np.zeros((L, A), np.float32)
-        values = np.zeros(L, np.float32)
+        return self.collect(self.submit(game, batch, slots, paths, depth, inputs))
+
+    def submit(self, game, batch, slots, paths, depth, inputs: LeafInputs):
+        """Start evaluating the leaves; returns a handle for `collect`."""
         live = np.flatnonzero(np.isnan(inputs.terminal_value))
         if len(live) == 0:
-            return priors, values
+            return inputs.legal, live, None, None
         planes = inputs.planes[live]
         n, c, h, w = planes.shape
         sym = None
@@ -66,23 +82,78 @@ class NetworkEvaluator:
             # transformed[..., perm[s, a]] = planes[..., a]  <=>  transformed = planes[..., inverse[s]]
             gather = self.inverse[sym][:, : h * w]
             planes = np.take_along_axis(flat, gather[:, None, :], axis=2).reshape(n, c, h, w)
-        logits, value = self.forward(planes)
+        return inputs.legal, live, sym, self._launch(planes)
+
+    def collect(self, handle) -> tuple[np.ndarray, np.ndarray]:
+        """(priors [L, A] over the legal actions, values [L]) of a `submit`ted batch of leaves."""
+        legal, live, sym, call = handle
+        L, A = legal.shape
+        priors = np.zeros((L, A), np.float32)
+        values = np.zeros(L, np.float32)
+        if call is None:
+            return priors, values
+        logits, value = self._wait(call)
         if sym is not None:
             logits = np.take_along_axis(logits, self.perms[sym], axis=1)
-        priors[live] = masked_softmax(logits, inputs.legal[live])
+        priors[live] = masked_softmax(logits, legal[live])
         values[live] = value
         return priors, values
 
     def forward(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Raw network call: ([n, A] logits, [n] values) for [n, C, H, W] planes."""
-        start = time.perf_counter()
+        return self._wait(self._launch(planes))
+
+    def _launch(self, planes: np.ndarray):
+        planes = np.ascontiguousarray(planes, dtype=np.float32)
+        n = len(planes)
+        self.nn_positions += n
+        self.nn_calls += 1
+        if not self.cuda:
+            start = time.perf_counter()
+            with torch.inference_mode():
+                logits, value = self.net(torch.from_numpy(planes).to(self.device))
+                out = logits.float().numpy(), value.float().numpy()
+            self.nn_seconds += time.perf_counter() - start
+            return out
+        x_host, logits_host, value_host = self._buffers(planes.shape)
+        x_host[:n].numpy()[...] = planes
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         with torch.inference_mode():
-            x = torch.from_numpy(np.ascontiguousarray(planes, dtype=np.float32)).to(self.device)
-            logits, value = self.net(x)
-            out = logits.float().cpu().numpy(), value.float().cpu().numpy()
-        self.nn_seconds += time.perf_counter() - start
-        self.nn_positions += len(planes)
-        return out
+            x = x_host[:n].to(self.device, non_blocking=True)
+            begin.record()
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.half):
+                logits, value = self.net(x)
+            end.record()
+            logits_host[:n].copy_(logits.float(), non_blocking=True)
+            value_host[:n].copy_(value.float().reshape(-1), non_blocking=True)
+        done = torch.cuda.Event()
+        done.record()
+        self._events.append((begin, end))
+        return done, logits_host[:n], value_host[:n]
+
+    def _wait(self, call):
+        if not self.cuda:
+            return call
+        done, logits, value = call
+        done.synchronize()
+        for begin, end in self._events:  # every call before this one has finished too
+            self.nn_seconds += begin.elapsed_time(end) / 1000.0
+        self._events.clear()
+        return logits.numpy().copy(), value.numpy().copy()
+
+    def _buffers(self, shape: tuple) -> tuple:
+        """The next set of pinned host buffers (input planes, logits, values), grown to `shape`'s batch."""
+        n, c, h, w = shape
+        if self._pinned is None or self._pinned[0][0].shape[0] < n:
+            cap = max(n, 64)
+            with torch.inference_mode():
+                probe = self.net(torch.zeros((1, c, h, w), device=self.device))[0]
+            A = probe.shape[1]
+            self._pinned = [(torch.empty((cap, c, h, w), pin_memory=True), torch.empty((cap, A), pin_memory=True),
+                             torch.empty(cap, pin_memory=True)) for _ in range(self.RING)]
+            self._slot = 0
+        self._slot = (self._slot + 1) % self.RING
+        return self._pinned[self._slot]
 
 
 class UniformEvaluator:

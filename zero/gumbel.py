@@ -218,14 +218,16 @@ class GumbelPlayer(MCTSPlayer):
 
 
 def search_player(name: str, evaluator, config: SearchConfig, noise: bool = False, reuse_tree: bool = True,
-                  playout_cap: tuple[float, int] | None = None):
+                  playout_cap: tuple[float, int] | None = None, groups: int = 1):
     """The player of config.root: GumbelPlayer for "gumbel" (which searches each move afresh), else MCTSPlayer.
 
-    playout_cap is MCTSPlayer's (playout cap randomization); Gumbel search refuses it (ValueError).
+    playout_cap and groups are MCTSPlayer's (playout cap randomization; games searched in groups that
+    alternate on the network); Gumbel search refuses playout_cap (ValueError) and searches in one group.
     """
     if config.root == "gumbel":
         if playout_cap is not None:
             raise ValueError("mcts.root: gumbel searches every move with its own budget; "
                              "selfplay.full_search_share must stay 1 with it")
         return GumbelPlayer(name, evaluator, config, noise=noise)
-    return MCTSPlayer(name, evaluator, config, noise=noise, reuse_tree=reuse_tree, playout_cap=playout_cap)
+    return MCTSPlayer(name, evaluator, config, noise=noise, reuse_tree=reuse_tree, playout_cap=playout_cap,
+                      groups=groups)

@@ -32,7 +32,7 @@ import numba
 import numpy as np
 
 from zero.config import SearchConfig
-from zero.games.base import Game
+from zero.games.base import Game, parallel_chunks
 
 ILLEGAL = np.float32(-1.0)  # prior marking an illegal edge
 
@@ -251,6 +251,28 @@ def _expand_backup(N, W, P, parent, action, expanded, terminal, value,
             node = p
 
 
+@numba.njit(cache=True, parallel=True)
+def _select_chunks(N, W, P, child, parent, action, expanded, terminal, value, num_nodes,
+                   slots, c_puct, fpu_reduction, fpu_value, forced_k, root_actions, paths, depth, leaves, chunks):
+    """_select over `chunks` slices of the leaves on numba's threads (each slot's tree is its own)."""
+    L = slots.shape[0]
+    for k in numba.prange(chunks):
+        lo, hi = k * L // chunks, (k + 1) * L // chunks
+        _select(N, W, P, child, parent, action, expanded, terminal, value, num_nodes, slots[lo:hi], c_puct,
+                fpu_reduction, fpu_value, forced_k, root_actions[lo:hi], paths[lo:hi], depth[lo:hi], leaves[lo:hi])
+
+
+@numba.njit(cache=True, parallel=True)
+def _expand_backup_chunks(N, W, P, parent, action, expanded, terminal, value,
+                          slots, leaves, priors, values, legal, terminal_values, chunks):
+    """_expand_backup over `chunks` slices of the leaves on numba's threads."""
+    L = slots.shape[0]
+    for k in numba.prange(chunks):
+        lo, hi = k * L // chunks, (k + 1) * L // chunks
+        _expand_backup(N, W, P, parent, action, expanded, terminal, value, slots[lo:hi], leaves[lo:hi],
+                       priors[lo:hi], values[lo:hi], legal[lo:hi], terminal_values[lo:hi])
+
+
 @numba.njit(cache=True)
 def _promote(N, W, P, child, parent, action, expanded, terminal, value, num_nodes, b, a):
     """Re-root slot b's tree at the child of edge a, renumbering its subtree from 0."""
@@ -400,6 +422,54 @@ class Search:
         root edge each must take ([L] int32, -1: the usual rule), as Gumbel
         search's sequential halving does (zero.gumbel).
         """
+        steps = self._rounds(batch, slots, noise_rngs, visits, root_actions, self._paths, self._depth, self._leaves)
+        evaluate = self.evaluator.evaluate
+        try:
+            request = next(steps)
+            while True:
+                request = steps.send(evaluate(self.game, batch, *request))
+        except StopIteration:
+            return
+
+    def run_groups(self, batch, groups: list[tuple]) -> None:
+        """Search disjoint groups of slots, each as `run(batch, slots, noise_rngs, visits)` would, with
+        one group's network call in flight while the next group's leaves are selected and backed up.
+
+        groups: [(slots, noise_rngs, visits)]. With an evaluator that has `submit(game, batch, slots,
+        paths, depth, inputs) -> handle` and `collect(handle) -> (priors, values)` (zero.evaluator's
+        NetworkEvaluator: asynchronous on CUDA), the tree and board work of one group overlaps the
+        network work of the others. Without one, the groups are searched one after the other.
+        """
+        submit = getattr(self.evaluator, "submit", None)
+        if submit is None or len(groups) < 2:
+            for slots, noise_rngs, visits in groups:
+                self.run(batch, slots, noise_rngs, visits)
+            return
+        depth_max = self._paths.shape[1]
+        live = []
+        for slots, noise_rngs, visits in groups:
+            n = len(slots)
+            steps = self._rounds(batch, slots, noise_rngs, visits, None, np.zeros((n, depth_max), np.int32),
+                                 np.zeros(n, np.int32), np.zeros(n, np.int32))
+            try:
+                request = next(steps)
+            except StopIteration:
+                continue
+            live.append([steps, submit(self.game, batch, *request)])
+        while live:
+            for item in list(live):
+                steps, handle = item
+                try:
+                    request = steps.send(self.evaluator.collect(handle))
+                except StopIteration:
+                    live.remove(item)
+                    continue
+                item[1] = submit(self.game, batch, *request)
+
+    def _rounds(self, batch, slots: np.ndarray, noise_rngs, visits, root_actions, paths_buf, depth_buf,
+                leaves_buf):
+        """The search of `run` as a generator: yields each round's leaves as (slots, paths, depth, inputs)
+        and is sent their (priors, values). The scratch buffers hold at least len(slots) rows."""
         slots = np.asarray(slots, np.int32)
         if len(slots) == 0:
             return
@@ -423,15 +493,25 @@ class Search:
             if len(active) == 0:
                 return
             L = len(active)
-            paths, depth, leaves = self._paths[:L], self._depth[:L], self._leaves[:L]
+            paths, depth, leaves = paths_buf[:L], depth_buf[:L], leaves_buf[:L]
             forced = np.full(L, -1, np.int32) if root_actions is None else np.asarray(root_actions(active), np.int32)
-            _select(t.N, t.W, t.P, t.child, t.parent, t.action, t.expanded, t.terminal, t.value, t.num_nodes,
-                    active, float(c.c_puct), float(c.fpu_reduction), fpu_value, forced_k, forced, paths, depth, leaves)
+            chunks = parallel_chunks(L)
+            tree_args = (t.N, t.W, t.P, t.child, t.parent, t.action, t.expanded, t.terminal, t.value, t.num_nodes,
+                         active, float(c.c_puct), float(c.fpu_reduction), fpu_value, forced_k, forced, paths, depth,
+                         leaves)
+            if chunks:
+                _select_chunks(*tree_args, chunks)
+            else:
+                _select(*tree_args)
             inputs = self.game.leaf_inputs(batch, active, paths, depth, want_planes=self.evaluator.needs_planes)
-            priors, values = self.evaluator.evaluate(self.game, batch, active, paths, depth, inputs)
+            priors, values = yield active, paths, depth, inputs
             self.evaluations += int(np.isnan(inputs.terminal_value).sum())
-            _expand_backup(t.N, t.W, t.P, t.parent, t.action, t.expanded, t.terminal, t.value,
+            backup_args = (t.N, t.W, t.P, t.parent, t.action, t.expanded, t.terminal, t.value,
                            active, leaves, priors, values, inputs.legal, inputs.terminal_value)
+            if chunks:
+                _expand_backup_chunks(*backup_args, chunks)
+            else:
+                _expand_backup(*backup_args)
             if noise_pending.any():
                 now = noise_pending & t.expanded[slots, 0]
                 if now.any():

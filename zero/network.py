@@ -213,14 +213,18 @@ def pick_device(name: str = "auto") -> torch.device:
 
 
 def set_threads(threads: int) -> None:
-    """Use `threads` CPU threads for torch (0 leaves torch's default: one per core).
+    """Use `threads` CPU threads for torch and for the search's numba kernels (0 leaves the defaults:
+    one per core; numba is capped by NUMBA_NUM_THREADS).
 
     Several processes sharing a machine should split its cores: OpenMP threads
     of oversubscribed processes spin against each other and can run a hundred
     times slower.
     """
     if threads > 0:
+        import numba
+
         torch.set_num_threads(threads)
+        numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
 
 
 def content_sha256(config: dict, state_dict: dict, meta: dict) -> str:

@@ -35,7 +35,7 @@ def play_games(game: Game, evaluator, selfplay: SelfPlayConfig, search: SearchCo
     """
     cap = (selfplay.full_search_share, selfplay.fast_visits) if selfplay.full_search_share < 1 else None
     player = search_player("self-play", evaluator, search, noise=True, reuse_tree=selfplay.reuse_tree,
-                           playout_cap=cap)
+                           playout_cap=cap, groups=selfplay.search_groups)
     rules = ArenaRules(sample_moves=selfplay.temperature_moves, resign_threshold=selfplay.resign_threshold,
                        playout_share=selfplay.resign_playout_share, record=True, final_board=final_board)
     return play_arena(game, player, player, num_games, seed, selfplay.concurrent_games, rules,
@@ -105,7 +105,7 @@ def play_shard(params, checkpoint: str | Path, out_path: str | Path, seed: int,
     net, _ = load_checkpoint(checkpoint, device)
     torch.manual_seed(seed)
     evaluator = NetworkEvaluator(net, game.symmetries() if params.mcts.symmetries else None,
-                                 seed=seed, device=device)
+                                 seed=seed, device=device, half=params.selfplay.half_precision)
     num_games = num_games or params.selfplay.games_per_shard
     start = time.perf_counter()
     search = params.mcts.search(params.selfplay.visits)

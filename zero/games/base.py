@@ -39,6 +39,19 @@ class IllegalMove(ValueError):
         super().__init__(text)
 
 
+PARALLEL_MIN_LEAVES = 64  # below this many leaves a round's tree and board work stays on one thread
+
+
+def parallel_chunks(leaves: int) -> int:
+    """How many slices to cut a round's leaves into for the parallel numba kernels: one per numba
+    thread (at least 16 leaves each), or 0 for the one-thread kernels. The slices are independent
+    (each slot's tree and board is its own), so the results do not depend on the number of threads."""
+    import numba
+
+    threads = numba.get_num_threads()
+    return min(threads, leaves // 16) if threads > 1 and leaves >= PARALLEL_MIN_LEAVES else 0
+
+
 @dataclass
 class LeafInputs:
     """What the game reports about a batch of leaves (L of them)."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zero.games import go_kernels as K
-from zero.games.base import Game, IllegalMove, LeafInputs, Position, square_symmetries
+from zero.games.base import Game, IllegalMove, LeafInputs, Position, parallel_chunks, square_symmetries
 from zero.notation import COLUMNS, colour_name, score_text
 
 BLACK, WHITE, EMPTY = 1, -1, 0
@@ -142,8 +142,13 @@ class GoGame(Game):
         legal = np.zeros((L, self.num_actions), np.bool_)
         terminal = np.empty(L, np.float32)
         planes = np.zeros((L if want_planes else 0, self.num_planes, self.num_points), np.float32)
-        K.leaf_inputs(*batch.arrays(), slots, paths, depth, want_planes, self.max_moves, self.komi,
-                      self._zobrist, self._nbrs, legal, terminal, planes)
+        args = (*batch.arrays(), slots, paths, depth, want_planes, self.max_moves, self.komi, self._zobrist,
+                self._nbrs, legal, terminal, planes)
+        chunks = parallel_chunks(L)
+        if chunks:
+            K.leaf_inputs_chunks(*args, chunks)
+        else:
+            K.leaf_inputs(*args)
         shaped = planes.reshape(L, self.num_planes, self.size, self.size) if want_planes else None
         return LeafInputs(legal=legal, terminal_value=terminal, planes=shaped)
 

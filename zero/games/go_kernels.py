@@ -440,6 +440,19 @@ def leaf_inputs(history, hashes, length, passes, to_play, slots, paths, depth, w
                 planes[l, 2 * HISTORY_PLANES, :] = 1.0
 
 
+
+@numba.njit(cache=True, parallel=True)
+def leaf_inputs_chunks(history, hashes, length, passes, to_play, slots, paths, depth, want_planes, max_moves, komi,
+                       zobrist, nbrs, legal, terminal, planes, chunks):
+    """leaf_inputs over `chunks` slices of the leaves on numba's threads (each slice its own scratch)."""
+    L = slots.shape[0]
+    for k in numba.prange(chunks):
+        lo, hi = k * L // chunks, (k + 1) * L // chunks
+        leaf_inputs(history, hashes, length, passes, to_play, slots[lo:hi], paths[lo:hi], depth[lo:hi], want_planes,
+                    max_moves, komi, zobrist, nbrs, legal[lo:hi], terminal[lo:hi],
+                    planes[lo:hi])
+
+
 @numba.njit(cache=True)
 def rollouts(history, hashes, length, passes, to_play, slots, paths, depth, rng, max_moves, komi,
              zobrist, nbrs, diags, out):
