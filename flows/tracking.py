@@ -1,10 +1,13 @@
 """MLflow at the pipeline's edge: one run per generation, networks as files, the registry.
 
 Tracking and registry share one SQLite database (`sqlite:///mlflow.db` at the
-workspace root); artifacts go to `mlartifacts/` beside it. A network is logged
-as the very checkpoint file the pipeline plays, `model/network.pt` (plain
-tensors, config and meta, read back with `weights_only=True`, never a pickled
-module), with its sha256 in `model/network.sha256`; `fetch_network` downloads
+workspace root); artifacts go to `mlartifacts/` beside it. With
+MLFLOW_TRACKING_URI set to a tracking server (`http://mlflow:5000`, a team's
+server on PostgreSQL) both live there, artifacts where that server stores them.
+
+A network is logged as the very checkpoint file the pipeline plays,
+`model/network.pt` (plain tensors, config and meta, read back with
+`weights_only=True`, never a pickled module), with its sha256 in `model/network.sha256`; `fetch_network` downloads
 it for a registry URI such as `models:/zero-go-9@champion` and checks it by
 that hash and by the checkpoint's own content check before writing it out.
 
@@ -57,6 +60,11 @@ def tracking_uri(root: str | Path) -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path(root).resolve() / 'mlflow.db'}"
 
 
+def served(uri: str) -> bool:
+    """Whether a tracking URI is an MLflow tracking server (http), rather than a database it opens itself."""
+    return uri.startswith(("http://", "https://"))
+
+
 def model_name(tag: str) -> str:
     """The registered model of a game line: `zero-go-9`."""
     return f"zero-{tag}"
@@ -104,7 +112,9 @@ class Tracker:
                 if exp.tags.get(k) != v:
                     self.client.set_experiment_tag(exp.experiment_id, k, v)
             return exp.experiment_id
-        artifacts = (self.root / "mlartifacts").as_uri()
+        # A tracking server keeps artifacts where its --artifacts-destination says; a database beside
+        # the workspace keeps them in mlartifacts/.
+        artifacts = None if served(self.uri) else (self.root / "mlartifacts").as_uri()
         try:
             return self.client.create_experiment(name, artifact_location=artifacts,
                                                  tags={f"{TAG}game": self.tag, **EXPERIMENT_KIND})
@@ -134,7 +144,8 @@ class Tracker:
         run = self.client.create_run(
             self.experiment_id,
             run_name=f"{self.tag}-g{g:04d}",
-            tags={f"{TAG}generation": str(g), f"{TAG}game": self.tag, f"{TAG}params_hash": params_digest, **tags},
+            tags={f"{TAG}generation": str(g), f"{TAG}game": self.tag, f"{TAG}params_hash": params_digest,
+                  **{k: str(v) for k, v in tags.items()}},  # the REST store takes strings only
         )
         return run.info.run_id, False
 
