@@ -154,9 +154,10 @@ def generation_params(gen: Generation, params) -> tuple[object, dict]:
 
     Self-play visits follow `selfplay.visits_schedule`. With
     `selfplay.resign_calibration_rate` above 0, the resign threshold is the
-    highest whose false-positive rate on generation g-1's played-out games
-    stays within that rate (zero.selfplay.calibrate_resign_threshold); the
-    result goes into g's params snapshot, so `dvc repro` plays with it too.
+    highest, at most `selfplay.resign_calibration_max`, whose false-positive
+    rate on generation g-1's played-out games stays within that rate
+    (zero.selfplay.calibrate_resign_threshold); the result goes into g's params
+    snapshot, so `dvc repro` plays with it too.
     """
     from zero.selfplay import calibrate_resign_threshold, resign_false_positive_rate
     from zero.shards import read_shard
@@ -167,7 +168,7 @@ def generation_params(gen: Generation, params) -> tuple[object, dict]:
     shards = sorted(gen.prev.games_dir.glob("shard-*.npz")) if rate > 0 and gen.g > 1 else []
     if shards:
         played = [read_shard(p) for p in shards]
-        threshold = calibrate_resign_threshold(played, rate)
+        threshold = calibrate_resign_threshold(played, rate, sp.resign_calibration_max)
         fp_rate, games = resign_false_positive_rate(played, threshold)
         if games:
             sp = sp.model_copy(update={"resign_threshold": threshold})

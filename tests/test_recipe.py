@@ -117,6 +117,28 @@ def test_each_generation_resigns_at_the_threshold_calibrated_on_the_previous_one
     if expected < 0:
         assert resign_false_positive_rate(played, expected + 0.05)[0] > 0.05
     assert calibrated.digest() != params.digest()  # it goes into generation 2's params snapshot
+    # with a bound, the calibration chooses nothing above it
+    bounded = params.model_copy(update={"selfplay": params.selfplay.model_copy(
+        update={"resign_calibration_max": -0.8})})
+    capped, facts3 = stages.generation_params(g2, bounded)
+    assert capped.selfplay.resign_threshold == facts3["resign_threshold"] == calibrate_resign_threshold(
+        played, 0.05, -0.8) <= -0.8
+
+
+def test_resign_calibration_bound_worked_by_hand():
+    from types import SimpleNamespace
+
+    # 20 played-out games that white wins; black's lowest resign statistic is -0.3 in 16, -0.85 in 4.
+    # Nobody who fell below any threshold went on to win: unbounded, the calibration picks 0.0.
+    low = np.array([[-0.3, 0.5]] * 16 + [[-0.85, 0.5]] * 4, np.float32)
+    shard = SimpleNamespace(no_resign=np.ones(20, bool), resign_value=low, result=np.full(20, -1, np.int8))
+    assert calibrate_resign_threshold([shard], 0.05) == 0.0
+    assert calibrate_resign_threshold([shard], 0.05, highest=-0.8) == -0.8
+    # now the 4 games that dipped to -0.85 are black wins: 4/20 = 20% false positives at -0.8,
+    # none at -0.85 (strictly below resigns), so the bounded calibration steps down to -0.85
+    shard.result[16:] = 1
+    assert resign_false_positive_rate([shard], -0.8) == (0.2, 20)
+    assert calibrate_resign_threshold([shard], 0.05, highest=-0.8) == -0.85
 
 
 # --- playout cap randomization and the visit schedule ----------------------------------------------------

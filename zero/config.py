@@ -295,6 +295,10 @@ class SelfPlayConfig(_ComputeSection):
     # Resignation calibrated by the pipeline: each generation's threshold is the highest whose
     # false-positive rate on the previous generation's played-out games stays under this (0: off).
     resign_calibration_rate: float = _float(0.0, ge=0, lt=1, switch=True)
+    # The highest threshold the calibration may choose (0: any). On 9x9 Go from a random start, with
+    # komi 7.5 and white winning most early games, an unbounded calibration chose -0.2: black resigned
+    # within a few moves in 90% of games and the line stopped learning.
+    resign_calibration_max: float = _float(0.0, ge=-1, le=0, switch=True)
     # Visits that grow over generations: [[generation, visits], ...], the last entry at or below g applies.
     visits_schedule: list[tuple[_Generation, _Visits]] = Field(default_factory=list, max_length=1000,
                                                                 json_schema_extra=_SWITCH)

@@ -141,9 +141,10 @@ def resign_false_positive_rate(shards: list[Shard], threshold: float) -> tuple[f
     return (wrong / total if total else 0.0), total
 
 
-def calibrate_resign_threshold(shards: list[Shard], max_false_positive: float = 0.05) -> float:
-    """The highest threshold whose false-positive rate on calibration games stays under the limit."""
-    for t in np.round(np.arange(0.0, -1.0001, -0.05), 2):
+def calibrate_resign_threshold(shards: list[Shard], max_false_positive: float = 0.05, highest: float = 0.0) -> float:
+    """The highest threshold, at most `highest`, whose false-positive rate on calibration games stays under
+    the limit (thresholds are tried in steps of 0.05 from `highest` down to -1)."""
+    for t in np.round(np.arange(highest, -1.0001, -0.05), 2):
         rate, total = resign_false_positive_rate(shards, float(t))
         if total and rate <= max_false_positive:
             return float(t)
