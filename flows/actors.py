@@ -19,6 +19,7 @@ Needs the `ray` extra; `zero` itself imports no Ray.
 from __future__ import annotations
 
 import os
+import time
 import warnings
 
 import ray
@@ -146,12 +147,22 @@ class SelfPlayActors:
 def play_on(name: str, root: str, gen_rel: str, shard: int) -> dict:
     """Play a shard on the named actor and wait for it (from a Prefect task on a Ray worker).
 
-    A dead actor raises here (ray.exceptions.RayActorError), so the task fails and
-    retries on the actor Ray restarted; a task never waits on a process that is gone.
+    An actor that Ray is restarting is waited for (at most READY_S); one whose process
+    dies while it plays raises here (ray.exceptions.RayActorError), so the task fails
+    and retries on the restarted actor. A task never waits on a process that is gone.
     """
     try:
         actor = ray.get_actor(name)
     except ValueError:
         raise RuntimeError(f"self-play actor {name} is not running (it ends with its generation's self-play); "
                            f"retry the flow run") from None
+    deadline = time.monotonic() + READY_S
+    while True:
+        try:
+            ray.get(actor.pid.remote(), timeout=READY_S)
+            break
+        except ray.exceptions.ActorUnavailableError:  # being restarted; ActorDiedError (for good) goes up
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
     return ray.get(actor.play.remote(root, gen_rel, shard))
