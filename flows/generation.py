@@ -28,7 +28,7 @@ from flows import lineage, liveness, stages
 from flows.layout import Generation, LineError, Workspace, write_json
 
 FLOW_NAME = "zero-generation"
-CACHED = (INPUTS - "run_id" - "tracking") + TASK_SOURCE
+CACHED = (INPUTS - "run_id" - "tracking" - "actor") + TASK_SOURCE
 
 
 class GenerationRequest(BaseModel):
@@ -52,13 +52,22 @@ class GenerationRequest(BaseModel):
         return load_params(path if path.is_absolute() else self.root() / path, list(self.overrides))
 
 
-def _resources(num_gpus: float):
-    """Ray resources for a task when the flow runs on a RayTaskRunner (checked against the cluster); else none."""
-    runner = get_run_context().task_runner
-    if type(runner).__name__ != "RayTaskRunner":
+def _on_ray() -> bool:
+    return type(get_run_context().task_runner).__name__ == "RayTaskRunner"
+
+
+def _resources(num_gpus: float, delegated: bool = False):
+    """Ray resources for a task when the flow runs on a RayTaskRunner (checked against the cluster); else none.
+
+    A `delegated` task only waits for an actor that holds the resources, so it asks for none; its
+    worker process ends with it, so no idle process keeps a handle on an actor when the actor is ended.
+    """
+    if not _on_ray():
         return contextlib.nullcontext()
     from prefect_ray.context import remote_options
 
+    if delegated:
+        return remote_options(num_cpus=0, num_gpus=0, max_calls=1)
     from flows.cluster import require_resources
 
     require_resources(num_gpus)  # a task asking for a GPU no node has would wait forever
@@ -71,7 +80,13 @@ def _resources(num_gpus: float):
 
 
 @task(name="selfplay-shard", persist_result=True, cache_policy=CACHED, retries=1)
-def selfplay_shard_task(root: str, gen_rel: str, shard: int, params_hash: str, champion_sha: str) -> dict:
+def selfplay_shard_task(root: str, gen_rel: str, shard: int, params_hash: str, champion_sha: str,
+                        actor: str | None = None) -> dict:
+    """Play a shard here, or on the named self-play actor (flows.actors; not part of the cache key)."""
+    if actor:
+        from flows.actors import play_on
+
+        return play_on(actor, root, gen_rel, shard)
     return stages.selfplay_shard(stages.parse_gen_dir(gen_rel, root), shard)
 
 
@@ -103,14 +118,14 @@ def init_task(root: str, gen_rel: str, params_hash: str) -> dict:
     return stages.init(stages.parse_gen_dir(gen_rel, root))
 
 
-def _fan_out(task_fn, args_of, n: int, num_gpus: float, check) -> list[dict]:
+def _fan_out(task_fn, args_of, n: int, num_gpus: float, check, delegated: bool = False) -> list[dict]:
     """Submit n tasks, wait, and re-run (cache refreshed) any whose output no longer checks."""
-    with _resources(num_gpus):
+    with _resources(num_gpus, delegated):
         futures = [task_fn.submit(*args_of(i)) for i in range(n)]
     results = [_reused(f) for f in futures]
     stale = [i for i, r in enumerate(results) if not check(i, r)]
     if stale:
-        with _resources(num_gpus):
+        with _resources(num_gpus, delegated):
             again = {i: task_fn.with_options(refresh_cache=True).submit(*args_of(i)) for i in stale}
         for i, f in again.items():
             results[i] = _reused(f)
@@ -180,7 +195,7 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         tracker = tracking.Tracker(root, tag)
 
         champ = resolve_champion(tracker, gen, params, facts)
-        selfplay = run_selfplay(gen, params, champ["sha256"])
+        selfplay, actors = run_selfplay(gen, params, champ["sha256"])
         data = record_dataset(gen)
         run_id, trained = run_train(tracker, gen, params, facts, champ, selfplay, data)
         gate = run_gate(tracker, gen, params, champ, run_id, trained["sha256"])
@@ -190,6 +205,8 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
                                             seconds=time.time() - started)
         record["compute"] = machine_compute(record["seconds"], params.pipeline.num_gpus)
         record["recipe"] = recipe
+        if actors:
+            record["selfplay"]["actors"] = actors
         tracker.log_metrics(run_id, {k: v for k, v in recipe.items() if isinstance(v, (int, float))})
         write_json(gen.record_file, record)
         log.info("zero-generation: %s g%04d done in %.0fs: gate %s (%s); champion is version %s", tag, g,
@@ -249,23 +266,45 @@ def _generation_zero(tracker, gen0: Generation, params, facts):
     return tracker.champion()
 
 
-def run_selfplay(gen: Generation, params, champion_sha: str) -> list[dict]:
-    """pipeline.selfplay_shards parallel shards; a shard already on disk and verified is kept."""
+def run_selfplay(gen: Generation, params, champion_sha: str) -> tuple[list[dict], list[dict]]:
+    """pipeline.selfplay_shards parallel shards; a shard already on disk and verified is kept.
+
+    On a Ray cluster with pipeline.selfplay_actors > 0, the shards' tasks play on that many
+    actors (flows.actors), each loading the network once. Returns the shards' results and
+    the actors' reports (pid, network loads by checkpoint sha256, shards played; none without actors).
+    """
     root, digest, k = str(gen.root), params.digest(), params.pipeline.selfplay_shards
+    n, reports = params.pipeline.selfplay_actors, []
 
     def ok(i, r):
         path = gen.shard(i)
         return path.is_file() and stages.file_sha256(path) == r["sha256"] and gen.shard_sgf_dir(i).is_dir()
 
-    results = _fan_out(selfplay_shard_task, lambda i: (root, gen.rel, i, digest, champion_sha), k,
-                       params.pipeline.num_gpus, ok)
+    if n and _on_ray():
+        from flows.actors import SelfPlayActors
+
+        actors = SelfPlayActors(gen.tag, n, params.pipeline.num_gpus)
+        with actors as names:
+            results = _fan_out(selfplay_shard_task,
+                               lambda i: (root, gen.rel, i, digest, champion_sha, names[i % n]), k,
+                               params.pipeline.num_gpus, ok, delegated=True)
+        get_run_logger().info("self-play actors: %s", "; ".join(
+            f"{a['name']} played {len(a['shards'])} shards, loaded the network {sum(a['loads'].values())} times"
+            + (" (restarted)" if a["restarted"] else "") for a in actors.reports))
+        reports = actors.reports
+    else:
+        if n:
+            get_run_logger().info("pipeline.selfplay_actors=%d applies on a Ray cluster; here each shard is a "
+                                  "task of its own", n)
+        results = _fan_out(selfplay_shard_task, lambda i: (root, gen.rel, i, digest, champion_sha), k,
+                           params.pipeline.num_gpus, ok)
     stages.clean_tmp(gen.games_dir)
     get_run_logger().info(
         "self-play: %d shards, %d games, %d positions (%d shards played now, %d from earlier runs)",
         k, sum(r["games"] for r in results), sum(r["positions"] for r in results),
         sum(not r["reused"] for r in results), sum(r["reused"] for r in results),
     )
-    return results
+    return results, reports
 
 
 def record_dataset(gen: Generation) -> dict:

@@ -177,8 +177,11 @@ def generation_params(gen: Generation, params) -> tuple[object, dict]:
     return params.model_copy(update={"selfplay": sp}), facts
 
 
-def selfplay_shard(gen: Generation, k: int) -> dict:
-    """Play shard k of generation g with the previous generation's champion (skipped if done)."""
+def selfplay_shard(gen: Generation, k: int, load_network=None) -> dict:
+    """Play shard k of generation g with the previous generation's champion (skipped if done).
+
+    `load_network`: how a long-lived player (flows.actors) gets the network it holds; see play_shard.
+    """
     from zero.selfplay import play_shard
     from zero.shards import verify_shard
 
@@ -191,7 +194,8 @@ def selfplay_shard(gen: Generation, k: int) -> dict:
         tmp_sgf = _fresh_dir(sgf)
         with StepProgress(f"{gen.key} self-play shard {k}", params.selfplay.games_per_shard,
                           key=f"{gen.key}-selfplay-{k}") as report:
-            played = play_shard(params, gen.prev.champion, out, seed, sgf_dir=tmp_sgf, progress=report)
+            played = play_shard(params, gen.prev.champion, out, seed, sgf_dir=tmp_sgf, progress=report,
+                                load_network=load_network)
         _publish_dir(tmp_sgf, sgf)
     stats = shard_stats(out)
     stats.update(shard=k, seed=seed, replayed=played is not None)

@@ -366,6 +366,9 @@ class PipelineConfig(_Section):
     selfplay_shards: int = _int(4, ge=1, le=MAX_SHARDS)
     gate_shards: int = _int(4, ge=1, le=MAX_SHARDS)
     num_gpus: float = _float(0, ge=0, le=1024)
+    # On a Ray cluster: self-play by this many long-lived actors, each holding `num_gpus` GPUs and one
+    # CPU and loading the network once per generation; 0: a task (a fresh load) per shard.
+    selfplay_actors: int = _int(0, ge=0, le=MAX_SHARDS, switch=True)
     # Generation 0 of a new line starts from this checkpoint (relative to the workspace, e.g. a shipped
     # champion models/go-9.pt) instead of a freshly initialised network; null: fresh.
     init_from: str | None = Field(None, strict=True, max_length=1000)

@@ -93,16 +93,20 @@ def records_to_shard(records: list[GameRecord], game: Game, params, seed: int, a
 
 
 def play_shard(params, checkpoint: str | Path, out_path: str | Path, seed: int,
-               num_games: int | None = None, sgf_dir: str | Path | None = None, progress=None) -> dict:
+               num_games: int | None = None, sgf_dir: str | Path | None = None, progress=None,
+               load_network=None) -> dict:
     """Play one shard of self-play games with the network in `checkpoint` and write it.
 
-    Returns a summary: games, positions, resignations, calibration games,
-    sha256 of the shard, seconds, and network evaluations per second.
+    `load_network(checkpoint, device) -> ZeroNet` (eval mode) replaces reading
+    the file, for a long-lived player that keeps the network it loaded once;
+    the shard is the same either way. Returns a summary: games, positions,
+    resignations, calibration games, sha256 of the shard, seconds, and network
+    evaluations per second.
     """
     game = make_game(params.game)
     set_threads(params.selfplay.threads)
     device = pick_device(params.selfplay.device)
-    net, _ = load_checkpoint(checkpoint, device)
+    net = load_network(checkpoint, device) if load_network else load_checkpoint(checkpoint, device)[0]
     torch.manual_seed(seed)
     evaluator = NetworkEvaluator(net, game.symmetries() if params.mcts.symmetries else None,
                                  seed=seed, device=device, half=params.selfplay.half_precision)
