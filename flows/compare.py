@@ -345,7 +345,10 @@ def log_mlflow(uri: str, spec: CompareSpec, summary: dict, players: dict, fitted
 
     client = mlflow.MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name(EXPERIMENT)
-    exp_id = exp.experiment_id if exp else client.create_experiment(EXPERIMENT, tags={"kind": "recipe-comparison"})
+    # a database file keeps its artifacts in mlartifacts/ beside it (as the pipeline's do); a server, where it says
+    local = Path(uri[len("sqlite:///"):]).parent / "mlartifacts" if uri.startswith("sqlite:///") else None
+    exp_id = exp.experiment_id if exp else client.create_experiment(
+        EXPERIMENT, artifact_location=local.as_uri() if local else None, tags={"kind": "recipe-comparison"})
     run = client.create_run(exp_id, run_name=spec.title[:250], tags={"game": summary["lines"][0]["network"]})
     rid = run.info.run_id
     for ln, ls in spec.lines.items():

@@ -141,6 +141,8 @@ def test_comparison_plays_the_planned_matches_once_and_writes_table_plot_and_mlf
     runs = client.search_runs([client.get_experiment_by_name("zero-recipes").experiment_id])
     assert len(runs) == 1 and runs[0].data.metrics["core_hours_a"] == 1.0
     assert [m.step for m in client.get_metric_history(runs[0].info.run_id, "elo_b")] == [0, 18, 36, 54]
+    logged = tmp_path / "mlartifacts" / runs[0].info.run_id / "artifacts"
+    assert (logged / "compare.png").is_file() and (logged / "table.md").read_text() == table
     # a second run replays nothing, and a line that grew gets only its new matches
     said.clear()
     run(spec, echo=said.append)
