@@ -63,7 +63,6 @@ class NetworkEvaluator:
         self.nn_positions = 0
         self.nn_calls = 0
         self._pinned: list | None = None
-        self._events: list = []  # (start, end) CUDA events of calls not yet timed
 
     def evaluate(self, game, batch, slots, paths, depth, inputs: LeafInputs):
         return self.collect(self.submit(game, batch, slots, paths, depth, inputs))
@@ -128,17 +127,14 @@ class NetworkEvaluator:
             value_host[:n].copy_(value.float().reshape(-1), non_blocking=True)
         done = torch.cuda.Event()
         done.record()
-        self._events.append((begin, end))
-        return done, logits_host[:n], value_host[:n]
+        return done, begin, end, logits_host[:n], value_host[:n]
 
     def _wait(self, call):
         if not self.cuda:
             return call
-        done, logits, value = call
-        done.synchronize()
-        for begin, end in self._events:  # every call before this one has finished too
-            self.nn_seconds += begin.elapsed_time(end) / 1000.0
-        self._events.clear()
+        done, begin, end, logits, value = call
+        done.synchronize()  # this call's events have completed (a later call's may not have)
+        self.nn_seconds += begin.elapsed_time(end) / 1000.0
         return logits.numpy().copy(), value.numpy().copy()
 
     def _buffers(self, shape: tuple) -> tuple:
