@@ -283,8 +283,9 @@ def pairing_seed(seed: int, a: str, b: str) -> int:
 
 
 def run(spec_path: str | Path, out: str | Path | None = None, play: bool = True,
-        tracking_uri: str | None = None, echo=print) -> dict:
-    """Collect the lines, play the missing matches, fit, plot and write the table; returns the summary."""
+        tracking_uri: str | None = None, echo=print, max_matches: int | None = None) -> dict:
+    """Collect the lines, play the missing matches (at most `max_matches`, in plan order), fit, plot and
+    write the table; returns the summary."""
     from zero.config import load_params
     from zero.ladder import (LadderError, opponent_name, parse_anchor, play_pairing, player_spec,
                              read_pairings, write_pairing, fit_dir)
@@ -312,7 +313,8 @@ def run(spec_path: str | Path, out: str | Path | None = None, play: bool = True,
     missing = [(a, b, label) for a, b, label in todo
                if f"{a}--{opponent_name(b) if b not in players else b}--{label}" not in done]
     echo(f"{len(players)} networks in {len(spec.lines)} lines; {len(todo)} matches planned, {len(missing)} to play")
-    for i, (a, b, label) in enumerate(missing if play else []):
+    now = (missing if max_matches is None else missing[:max_matches]) if play else []
+    for i, (a, b, label) in enumerate(now):
         b_spec = players[b]["path"] if b in players else player_spec(b, params.ladder.gnugo)
         b_name = b if b in players else opponent_name(b)
         echo(f"[{i + 1}/{len(missing)}] {a} against {b_name}: {spec.games} games ({label})")
@@ -330,7 +332,7 @@ def run(spec_path: str | Path, out: str | Path | None = None, play: bool = True,
         raise CompareError(f"the anchor {anchor[0]} played no game: name one of {sorted(players)}")
     png = plot(players, fitted, out, spec.title)
     summary = summarize(spec, players, fitted, base)
-    summary["planned"], summary["missing"] = len(todo), 0 if play else len(missing)
+    summary["planned"], summary["missing"] = len(todo), len(missing) - len(now)
     write_json(out / "summary.json", summary)
     (out / "table.md").write_text(table_md(summary))
     if tracking_uri:
@@ -378,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="output directory (default: the spec's directory)")
     ap.add_argument("--plan", action="store_true", help="list the matches and stop")
     ap.add_argument("--no-play", action="store_true", help="fit and draw what has been played")
+    ap.add_argument("--max-matches", type=int, default=None, help="play at most this many of the missing matches")
     ap.add_argument("--mlflow", default=os.environ.get("MLFLOW_TRACKING_URI"),
                     help="MLflow tracking URI (default: MLFLOW_TRACKING_URI; none: not logged)")
     args = ap.parse_args(argv)
@@ -395,7 +398,8 @@ def main(argv: list[str] | None = None) -> int:
             for a, b, label in plan(players, spec.opponents):
                 print(f"{a} -- {b} ({label})")
             return 0
-        summary = run(args.spec, args.out, play=not args.no_play, tracking_uri=args.mlflow)
+        summary = run(args.spec, args.out, play=not args.no_play, tracking_uri=args.mlflow,
+                      max_matches=args.max_matches)
     except CompareError as e:
         print(f"zero compare: error: {e}")
         return 2

@@ -179,14 +179,46 @@ def reap(client, home: str | Path | None = None) -> list[tuple[str, str, str]]:
     return done
 
 
+_watching: list[int] = []  # the serve process this flow process watches, once started
+
+
+def exit_with_serve(interval: float = 1.0, home: str | Path | None = None) -> bool:
+    """End this flow process (exit code 70) when the serve process that started it dies.
+
+    A flow process left behind by a killed serve process can wait forever on a task pool that no
+    longer delivers (seen after a `kill -9` of the serve process alone mid-self-play). Ended, it is
+    provably gone: `reap` marks the run Crashed and a retry resumes it from what was published. Only a
+    flow process whose parent is the recorded serve process watches; one run by hand never does.
+    """
+    import threading
+    import time
+
+    serve = run_process(SERVE, home)
+    parent = os.getppid()
+    if serve is None or serve.pid != parent or _watching:
+        return bool(_watching)
+    _watching.append(parent)
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent:
+                os._exit(70)
+
+    threading.Thread(target=watch, name="exit-with-serve", daemon=True).start()
+    return True
+
+
 class recorded:
-    """`with recorded(flow_run_id):` the body of a flow, recorded as running in this process."""
+    """`with recorded(flow_run_id):` the body of a flow, recorded as running in this process (which
+    ends with the serve process that started it, see exit_with_serve)."""
 
     def __init__(self, flow_run_id: str):
         self.flow_run_id = flow_run_id
 
     def __enter__(self) -> "recorded":
         record_run(self.flow_run_id)
+        exit_with_serve()
         return self
 
     def __exit__(self, *exc) -> None:

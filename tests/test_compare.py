@@ -116,6 +116,8 @@ def test_comparison_plays_the_planned_matches_once_and_writes_table_plot_and_mlf
     }, opponents=["random"])
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     said = []
+    first = run(spec, echo=said.append, max_matches=2)  # a budget: the first two missing matches of the plan
+    assert first["missing"] == 3 and len(list((tmp_path / "cmp" / "pairings").glob("*--equal-compute.json"))) == 2
     summary = run(spec, tracking_uri=uri, echo=said.append)
     out = tmp_path / "cmp"
     pairings = sorted(p.stem for p in (out / "pairings").glob("*.json"))
@@ -145,7 +147,7 @@ def test_comparison_plays_the_planned_matches_once_and_writes_table_plot_and_mlf
     assert (logged / "compare.png").is_file() and (logged / "table.md").read_text() == table
     # a second run replays nothing, and a line that grew gets only its new matches
     said.clear()
-    run(spec, echo=said.append)
+    assert run(spec, echo=said.append)["missing"] == 0
     assert "0 to play" in said[0]
     assert file_sha256(a[-1])  # the networks are untouched
     make_line(tmp_path / "wc", [0.2], seed=9)

@@ -34,8 +34,9 @@ FAULTS = os.environ.get("ZERO_FAULTS", "0")
 SEED = int(os.environ.get("ZERO_FAULTS_SEED", "20"))
 TARGETS = ("serve", "flow", "group", "worker")
 KILL_POINTS = 20 if FAULTS == "full" else int(FAULTS) if FAULTS.isdigit() else 0
-# generation 1: kill of the serve process group mid-self-play; 2: the same, then `prefect flow-run cancel`
-FIXED = 2
+# generation 1: kill of the serve process group mid-self-play; 2: the same, then `prefect flow-run cancel`;
+# 3: the serve process alone mid-self-play (its flow process ends with it)
+FIXED = 3
 GENERATIONS = FIXED + KILL_POINTS
 RESULTS = Path(os.environ.get("ZERO_FAULTS_REPORT", "")) if os.environ.get("ZERO_FAULTS_REPORT") else None
 
@@ -250,6 +251,32 @@ def test_a_cancel_of_a_run_whose_process_is_gone_ends_cancelled_and_retry_resume
     check_generation(p, reference, g, run_id)
 
 
+def test_a_flow_whose_serve_process_is_killed_ends_with_it_and_retry_resumes_it(reference, faulty):
+    """kill -9 of the serve process alone mid-self-play: the flow process it started ends too (a flow left
+    behind once waited forever on its task pool), the wait ends, retry completes the generation."""
+    p, g = faulty, 3
+    watch = start_run(p)
+    run_id, _ = run_id_of(watch)
+    flow = flow_pid(p, run_id)
+    deadline = time.time() + 300
+    while time.time() < deadline and not workers(flow):
+        time.sleep(0.1)
+    assert kill(p, "serve", flow) == "serve"
+    deadline = time.time() + 30
+    while time.time() < deadline and Path(f"/proc/{flow}").exists() and not _dead(flow):
+        time.sleep(0.1)
+    assert _dead(flow), "the flow process outlived its serve process"
+    how, _ = recover(p, run_id, watch)
+    assert how != "completed by itself"
+    check_generation(p, reference, g, run_id)
+
+
+def _dead(pid: int) -> bool:
+    from flows.liveness import _zombie
+
+    return not Path(f"/proc/{pid}").exists() or _zombie(pid)
+
+
 @pytest.mark.skipif(KILL_POINTS == 0, reason="seeded random kill points run with ZERO_FAULTS=<n> or full")
 def test_seeded_random_kills_recover_to_the_uninterrupted_bytes(reference, faulty):
     p, rng = faulty, random.Random(SEED)
@@ -259,7 +286,7 @@ def test_seeded_random_kills_recover_to_the_uninterrupted_bytes(reference, fault
     rows = []
     for i, target in enumerate(targets):
         g = FIXED + 1 + i
-        delay = rng.uniform(0.02, 0.85) * span
+        delay = rng.uniform(0.02, 0.7) * span
         started = time.time()
         watch = start_run(p)
         run_id, _ = run_id_of(watch)
