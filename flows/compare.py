@@ -317,7 +317,7 @@ def run(spec_path: str | Path, out: str | Path | None = None, play: bool = True,
     for i, (a, b, label) in enumerate(now):
         b_spec = players[b]["path"] if b in players else player_spec(b, params.ladder.gnugo)
         b_name = b if b in players else opponent_name(b)
-        echo(f"[{i + 1}/{len(missing)}] {a} against {b_name}: {spec.games} games ({label})")
+        echo(f"[{i + 1}/{len(now)}] {a} against {b_name}: {spec.games} games ({label})")
         rec = play_pairing(params, players[a]["path"], b_spec, spec.games, pairing_seed(spec.seed, a, b_name),
                            spec.visits, out, a, b_name, label, concurrent=spec.concurrent_games,
                            opening_moves=spec.opening_moves, gnugo=params.ladder.gnugo)
