@@ -91,8 +91,9 @@ def load_spec(path: str | Path) -> CompareSpec:
     except yaml.YAMLError as e:
         raise CompareError(f"{path}: not valid YAML ({e})") from None
     except ValidationError as e:
-        where = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'spec'}: {err['msg']}" for err in e.errors())
-        raise CompareError(f"{path}: {where}") from None
+        from zero.config import describe_errors
+
+        raise CompareError(describe_errors(e, str(path), "invalid comparison spec")) from None
 
 
 def _resolve_path(base: Path, text: str) -> Path:
@@ -203,11 +204,27 @@ def elo_at(curve: list, hours: float) -> float | None:
     return curve[-1][1] if curve and curve[-1][0] == hours else None
 
 
-def summarize(spec: CompareSpec, players: dict, fitted: dict, base: Path) -> dict:
-    """Per line: recipe, hardware, hours, generations, games, and the last network's Elo with its
-    interval; and every line's Elo at the compute all lines reached."""
+def collect(spec: CompareSpec, base: Path) -> tuple[object, dict, dict]:
+    """(the matches' params, every network of every line, {line: its params hash}); a line of another
+    game is refused."""
     from zero.config import load_params
 
+    params = load_params(_resolve_path(base, spec.params))
+    tag = params.game.tag
+    players: dict[str, dict] = {}
+    hashes = {}
+    for ln, ls in spec.lines.items():
+        own = load_params(_resolve_path(base, ls.params))
+        if own.game.tag != tag:
+            raise CompareError(f"line {ln}: {ls.params} is not a {tag} params file")
+        hashes[ln] = own.digest()[:12]
+        players.update(line_networks(ln, ls, tag, base))
+    return params, players, hashes
+
+
+def summarize(spec: CompareSpec, players: dict, fitted: dict, hashes: dict) -> dict:
+    """Per line: recipe, hardware, hours, generations, games, and the last network's Elo with its
+    interval; and every line's Elo at the compute all lines reached."""
     ratings = fitted["ratings"]
     cs = curves(players, ratings)
     rows = []
@@ -215,8 +232,7 @@ def summarize(spec: CompareSpec, players: dict, fitted: dict, base: Path) -> dic
         mine = [p for p in players.values() if p["line"] == ln]
         last = max(mine, key=lambda p: p["generation"])
         name = f"{ln}-g{last['generation']:04d}"
-        params = load_params(_resolve_path(base, ls.params))
-        rows.append({"line": ln, "params": ls.params, "params_hash": params.digest()[:12],
+        rows.append({"line": ln, "params": ls.params, "params_hash": hashes[ln],
                      "hardware": ls.hardware, "core_hours": last["compute_hours"],
                      "generations": last["generation"], "games": last["games"], "positions": last["positions"],
                      "network": name, "rating": ratings.get(name)})
@@ -286,21 +302,13 @@ def run(spec_path: str | Path, out: str | Path | None = None, play: bool = True,
         tracking_uri: str | None = None, echo=print, max_matches: int | None = None) -> dict:
     """Collect the lines, play the missing matches (at most `max_matches`, in plan order), fit, plot and
     write the table; returns the summary."""
-    from zero.config import load_params
     from zero.ladder import (LadderError, opponent_name, parse_anchor, play_pairing, player_spec,
                              read_pairings, write_pairing, fit_dir)
 
     spec_path = Path(spec_path)
     spec = load_spec(spec_path)
-    base = Path.cwd()
     out = Path(out) if out else spec_path.parent
-    params = load_params(_resolve_path(base, spec.params))
-    tag = params.game.tag
-    players: dict[str, dict] = {}
-    for ln, ls in spec.lines.items():
-        if load_params(_resolve_path(base, ls.params)).game.tag != tag:
-            raise CompareError(f"line {ln}: {ls.params} is not a {tag} params file")
-        players.update(line_networks(ln, ls, tag, base))
+    params, players, hashes = collect(spec, Path.cwd())
     try:
         anchor = parse_anchor(spec.anchor)
     except LadderError as e:
@@ -331,7 +339,7 @@ def run(spec_path: str | Path, out: str | Path | None = None, play: bool = True,
     if not fitted["anchor"]["anchored"] and anchor[0] not in fitted["ratings"]:
         raise CompareError(f"the anchor {anchor[0]} played no game: name one of {sorted(players)}")
     png = plot(players, fitted, out, spec.title)
-    summary = summarize(spec, players, fitted, base)
+    summary = summarize(spec, players, fitted, hashes)
     summary["planned"], summary["missing"] = len(todo), len(missing) - len(now)
     write_json(out / "summary.json", summary)
     (out / "table.md").write_text(table_md(summary))
@@ -387,12 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.plan:
             spec = load_spec(args.spec)
-            from zero.config import load_params
-
-            tag = load_params(spec.params).game.tag
-            players = {}
-            for ln, ls in spec.lines.items():
-                players.update(line_networks(ln, ls, tag, Path.cwd()))
+            _, players, _ = collect(spec, Path.cwd())
             for n, p in players.items():
                 print(f"{n}: {p['compute_hours']:.3f} core-hours, {p['games']} games")
             for a, b, label in plan(players, spec.opponents):

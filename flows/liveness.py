@@ -190,14 +190,20 @@ def exit_with_serve(interval: float = 1.0, home: str | Path | None = None) -> bo
     provably gone: `reap` marks the run Crashed and a retry resumes it from what was published. Only a
     flow process whose parent is the recorded serve process watches; one run by hand never does.
     """
+    serve = run_process(SERVE, home)
+    if serve is None or serve.pid != os.getppid() or _watching:
+        return bool(_watching)
+    _watching.append(serve.pid)
+    exit_with_parent(interval, "exit-with-serve")
+    return True
+
+
+def exit_with_parent(interval: float = 1.0, name: str = "exit-with-parent") -> None:
+    """End this process (exit code 70) once the process that started it has died (it is re-parented)."""
     import threading
     import time
 
-    serve = run_process(SERVE, home)
     parent = os.getppid()
-    if serve is None or serve.pid != parent or _watching:
-        return bool(_watching)
-    _watching.append(parent)
 
     def watch() -> None:
         while True:
@@ -205,8 +211,7 @@ def exit_with_serve(interval: float = 1.0, home: str | Path | None = None) -> bo
             if os.getppid() != parent:
                 os._exit(70)
 
-    threading.Thread(target=watch, name="exit-with-serve", daemon=True).start()
-    return True
+    threading.Thread(target=watch, name=name, daemon=True).start()
 
 
 class recorded:

@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import sys
-import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -236,24 +235,16 @@ def _stage_worker() -> None:
     _log_to_stderr()
 
 
-def exit_with_parent(interval: float = 1.0) -> None:
+def exit_with_parent() -> None:
     """Process-pool initializer: end this worker when the process that started it dies.
 
     A killed flow (or `dvc repro`) would otherwise leave its workers playing on,
     holding its output pipe open, so that Prefect never sees the run crash.
     Whatever they were writing is a temp file that is never published.
     """
-    import threading
+    from flows.liveness import exit_with_parent as watch_parent
 
-    parent = os.getppid()
-
-    def watch() -> None:
-        while True:
-            time.sleep(interval)
-            if os.getppid() != parent:
-                os._exit(70)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+    watch_parent()
 
 
 # --- dataset ------------------------------------------------------------------------------------

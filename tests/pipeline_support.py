@@ -34,6 +34,26 @@ def make_workspace(path: Path) -> Path:
     return path
 
 
+def smoke_line(root: Path, overrides: list[str], generations: int = 2) -> tuple:
+    """Generations 0..generations-1 of the smoke line in workspace `root` (params snapshots written, listed in
+    generations.yaml, generation 0 initialised), the smoke params with `overrides`: (params, [gen0, gen1, ...])."""
+    import yaml
+
+    from flows import stages
+    from flows.layout import Workspace
+    from zero.config import load_params
+
+    params = load_params(REPO / SMOKE, overrides)
+    ws = Workspace(root)
+    gens = [ws.generation(params.game.tag, g) for g in range(generations)]
+    for gen in gens:
+        gen.dir.mkdir(parents=True)
+        gen.params_file.write_text(yaml.safe_dump(params.model_dump(mode="json")))
+        ws.register(gen)
+    stages.init(gens[0])
+    return params, gens
+
+
 def isolate_env(monkeypatch, root: Path) -> None:
     for name in LEAKY_ENV:
         monkeypatch.delenv(name, raising=False)

@@ -153,6 +153,18 @@ def recover(p: Pipeline, run_id: str, watch: subprocess.Popen) -> tuple[str, int
     return f"{state['type'].lower()}, retried", code
 
 
+def kill_mid_selfplay(p: Pipeline, target: str) -> tuple[str, subprocess.Popen, int]:
+    """Start a run and kill `target` once its self-play workers are up: (run id, the wait, the flow's pid)."""
+    watch = start_run(p)
+    run_id, _ = run_id_of(watch)
+    flow = flow_pid(p, run_id)
+    deadline = time.time() + 300
+    while time.time() < deadline and not workers(flow):
+        time.sleep(0.1)
+    assert kill(p, target, flow) == target
+    return run_id, watch, flow
+
+
 def check_generation(p: Pipeline, ref: Pipeline, g: int, run_id: str) -> None:
     """Generation g as the reference made it, every game once, one run and version, the alias where it belongs."""
     assert lock_entries(p, g) == lock_entries(ref, g)
@@ -210,13 +222,7 @@ def faulty(tmp_path_factory):
 def test_a_run_killed_with_its_serve_process_is_crashed_and_resumed(reference, faulty):
     """kill -9 of the serve process group mid-self-play: nobody reports, the wait ends, retry completes it."""
     p, g = faulty, 1
-    watch = start_run(p)
-    run_id, _ = run_id_of(watch)
-    flow = flow_pid(p, run_id)
-    deadline = time.time() + 300
-    while time.time() < deadline and not workers(flow):
-        time.sleep(0.1)
-    assert kill(p, "group", flow) == "group"
+    run_id, watch, _ = kill_mid_selfplay(p, "group")
     code, out = finish(watch, timeout=120)
     assert code == 1 and "is gone" in out and f"retry {run_id}" in out, out
     run = p.flow_run(run_id)
@@ -255,13 +261,7 @@ def test_a_flow_whose_serve_process_is_killed_ends_with_it_and_retry_resumes_it(
     """kill -9 of the serve process alone mid-self-play: the flow process it started ends too (a flow left
     behind once waited forever on its task pool), the wait ends, retry completes the generation."""
     p, g = faulty, 3
-    watch = start_run(p)
-    run_id, _ = run_id_of(watch)
-    flow = flow_pid(p, run_id)
-    deadline = time.time() + 300
-    while time.time() < deadline and not workers(flow):
-        time.sleep(0.1)
-    assert kill(p, "serve", flow) == "serve"
+    run_id, watch, flow = kill_mid_selfplay(p, "serve")
     deadline = time.time() + 30
     while time.time() < deadline and Path(f"/proc/{flow}").exists() and not _dead(flow):
         time.sleep(0.1)

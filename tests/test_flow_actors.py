@@ -1,12 +1,9 @@
 """Self-play actors (flows.actors) without a cluster: the player they wrap, and the resource check."""
 
 import pytest
-import yaml
 
 from flows import stages
-from flows.layout import Workspace
-from pipeline_support import REPO, SMOKE
-from zero.config import load_params
+from pipeline_support import smoke_line
 from zero.network import init_checkpoint
 
 pytest.importorskip("ray")
@@ -15,15 +12,8 @@ pytest.importorskip("ray")
 @pytest.fixture
 def line(tmp_path):
     """Generation 0 (initialised) and 1 of the smoke line, small shards."""
-    params = load_params(REPO / SMOKE, ["pipeline.selfplay_shards=2", "selfplay.games_per_shard=4"])
-    ws = Workspace(tmp_path)
-    gens = [ws.generation(params.game.tag, g) for g in (0, 1)]
-    for gen in gens:
-        gen.dir.mkdir(parents=True)
-        gen.params_file.write_text(yaml.safe_dump(params.model_dump(mode="json")))
-        ws.register(gen)
-    stages.init(gens[0])
-    return params, gens[0], gens[1]
+    params, (g0, g1) = smoke_line(tmp_path, ["pipeline.selfplay_shards=2", "selfplay.games_per_shard=4"])
+    return params, g0, g1
 
 
 def test_a_long_lived_player_loads_the_network_once_and_plays_the_same_bytes(line, tmp_path):

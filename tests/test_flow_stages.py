@@ -7,23 +7,16 @@ import yaml
 
 from flows import stages
 from flows.layout import Workspace, derive_seed
-from pipeline_support import REPO, SMOKE
+from pipeline_support import REPO, SMOKE, smoke_line
 from zero.config import load_params
 
 
 @pytest.fixture
 def line(tmp_path):
     """Generation 0 and 1 of the smoke line, with params snapshots and generation 0 initialised."""
-    params = load_params(REPO / SMOKE, ["pipeline.selfplay_shards=2", "selfplay.games_per_shard=4",
-                                        "train.steps=3", "gate.games=4", "gate.sequential=false"])
-    ws = Workspace(tmp_path)
-    gens = [ws.generation(params.game.tag, g) for g in (0, 1)]
-    for gen in gens:
-        gen.dir.mkdir(parents=True)
-        gen.params_file.write_text(yaml.safe_dump(params.model_dump(mode="json")))
-        ws.register(gen)
-    stages.init(gens[0])
-    return params, gens[0], gens[1]
+    params, (g0, g1) = smoke_line(tmp_path, ["pipeline.selfplay_shards=2", "selfplay.games_per_shard=4",
+                                             "train.steps=3", "gate.games=4", "gate.sequential=false"])
+    return params, g0, g1
 
 
 def test_init_makes_a_champion_and_an_empty_window(line):

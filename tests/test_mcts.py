@@ -160,12 +160,18 @@ def _positions():
     return out
 
 
-def test_batched_and_single_searches_agree():
-    positions = _positions()
+def _batched(positions):
+    """(game, one batch holding the positions in slots 0, 1, ...)."""
     game = positions[0].game
     batch = game.new_batch(len(positions))
     for j, p in enumerate(positions):
         game.copy_slot(p.batch, 0, batch, j)
+    return game, batch
+
+
+def test_batched_and_single_searches_agree():
+    positions = _positions()
+    game, batch = _batched(positions)
     together = Search(game, FixedEvaluator(game.num_actions), len(positions), SearchConfig(visits=60))
     together.run(batch, np.arange(len(positions), dtype=np.int32))
     for j, p in enumerate(positions):
@@ -266,10 +272,7 @@ class AsyncFixedEvaluator(FixedEvaluator):
 
 def test_grouped_search_overlaps_the_groups_and_builds_the_trees_of_separate_searches():
     positions = _positions()
-    game = positions[0].game
-    batch = game.new_batch(len(positions))
-    for j, p in enumerate(positions):
-        game.copy_slot(p.batch, 0, batch, j)
+    game, batch = _batched(positions)
     config = SearchConfig(visits=40, dirichlet_weight=0.25, dirichlet_alpha=0.3)
     groups = [np.array([0, 1], np.int32), np.array([2, 3], np.int32)]
 
@@ -322,10 +325,7 @@ def test_network_evaluator_submit_and_collect_give_evaluate_s_answer():
                                 "network.size=b1c8"])
     game = GomokuGame(6, 6, 4)
     net = init_network(params, game, seed=1)
-    positions = _positions()
-    batch = game.new_batch(len(positions))
-    for j, p in enumerate(positions):
-        game.copy_slot(p.batch, 0, batch, j)
+    _, batch = _batched(_positions())
     slots = np.arange(4, dtype=np.int32)
     zeros = np.zeros((4, 1), np.int32)
     inputs = game.leaf_inputs(batch, slots, zeros, np.zeros(4, np.int32))

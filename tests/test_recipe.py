@@ -5,12 +5,10 @@ import json
 
 import numpy as np
 import pytest
-import yaml
 from conftest import TINY
-from pipeline_support import REPO, SMOKE
+from pipeline_support import smoke_line
 
 from flows import stages
-from flows.layout import Workspace
 from zero.arena import RandomPlayer
 from zero.config import ConfigError, load_params
 from zero.games import make_game
@@ -24,16 +22,8 @@ from zero.shards import read_shard
 
 
 def make_line(tmp_path, overrides):
-    params = load_params(REPO / SMOKE, ["pipeline.selfplay_shards=2", "selfplay.games_per_shard=4",
-                                        "train.steps=3", *overrides])
-    ws = Workspace(tmp_path)
-    gens = [ws.generation(params.game.tag, g) for g in (0, 1, 2)]
-    for gen in gens:
-        gen.dir.mkdir(parents=True)
-        gen.params_file.write_text(yaml.safe_dump(params.model_dump(mode="json")))
-        ws.register(gen)
-    stages.init(gens[0])
-    return params, gens
+    return smoke_line(tmp_path, ["pipeline.selfplay_shards=2", "selfplay.games_per_shard=4", "train.steps=3",
+                                 *overrides], generations=3)
 
 
 # --- the gate ------------------------------------------------------------------------------------

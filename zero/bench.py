@@ -15,13 +15,14 @@ import platform
 import resource
 import time
 
+import numba
 import numpy as np
 import torch
 
 from zero.evaluator import NetworkEvaluator, UniformEvaluator
 from zero.games import make_game
 from zero.games.go import GoGame
-from zero.network import init_network, pick_device
+from zero.network import init_network, pick_device, set_threads
 from zero.selfplay import play_games
 
 
@@ -69,16 +70,6 @@ def measure_selfplay(game, params, evaluator, seconds: float) -> dict:
             "busy_share": getattr(evaluator, "nn_seconds", 0.0) / elapsed}
 
 
-def set_all_threads(threads: int) -> int:
-    """Use `threads` threads for torch and numba (numba at most its pool's size); returns numba's count."""
-    import numba
-
-    torch.set_num_threads(threads)
-    n = max(1, min(threads, numba.config.NUMBA_NUM_THREADS))
-    numba.set_num_threads(n)
-    return n
-
-
 def run_bench(params, seconds: float = 20.0, concurrent: int = 128, visits: int = 100, quiet: bool = False,
               scan_games: list[int] | None = None, scan_threads: list[int] | None = None) -> dict:
     """Run the benchmark; return one dict of figures and the settings used.
@@ -117,11 +108,11 @@ def run_bench(params, seconds: float = 20.0, concurrent: int = 128, visits: int 
     scan = []
     for threads in scan_threads or []:
         for games in scan_games or [concurrent]:
-            numba_threads = set_all_threads(threads)
+            set_threads(threads)
             scanned = params.model_copy(update={"selfplay": sp.model_copy(update={"concurrent_games": games})})
             got = measure_selfplay(game, scanned, NetworkEvaluator(net, sym, 0, device, half=sp.half_precision),
                                    seconds / 4)
-            scan.append({"threads": threads, "numba_threads": numba_threads, "concurrent_games": games,
+            scan.append({"threads": threads, "numba_threads": numba.get_num_threads(), "concurrent_games": games,
                          **{k: round(v, 3 if k == "busy_share" else 1) for k, v in got.items()}})
             say(f"  {threads:>3} threads, {games:>5} games: {got['evals_per_s']:,.0f} evaluations/s, "
                 f"{got['positions_per_s']:,.1f} positions/s, network busy {got['busy_share']:.0%}")

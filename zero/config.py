@@ -468,8 +468,9 @@ class Params(_Section):
         return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _describe(err: ValidationError, source: str) -> str:
-    lines = [f"{source}: invalid parameters"]
+def describe_errors(err: ValidationError, source: str, what: str = "invalid parameters") -> str:
+    """A pydantic validation error as `source: what` and one line per field: what was wrong where."""
+    lines = [f"{source}: {what}"]
     for e in err.errors():
         field = ".".join(str(p) for p in e["loc"])
         msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"].removeprefix("Value error, ")
@@ -516,7 +517,7 @@ def params_from_dict(data: dict | None, overrides: list[str] | None = None, sour
     try:
         return Params.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(_describe(e, source)) from None
+        raise ConfigError(describe_errors(e, source)) from None
 
 
 def load_params(path: str | Path | None = "params.yaml", overrides: list[str] | None = None) -> Params:
