@@ -118,12 +118,18 @@ class Pipeline:
         with urllib.request.urlopen(f"{self.api}/flow_runs/{run_id}", timeout=10) as r:
             return json.loads(r.read())
 
-    def task_runs(self, run_id: str) -> list[dict]:
-        body = json.dumps({"flow_runs": {"id": {"any_": [run_id]}}}).encode()
-        req = urllib.request.Request(f"{self.api}/task_runs/filter", data=body, method="POST",
+    def _filter(self, what: str, body: dict) -> list[dict]:
+        req = urllib.request.Request(f"{self.api}/{what}/filter", data=json.dumps(body).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=10) as r:
             return json.loads(r.read())
+
+    def task_runs(self, run_id: str) -> list[dict]:
+        return self._filter("task_runs", {"flow_runs": {"id": {"any_": [run_id]}}})
+
+    def artifacts(self, run_id: str) -> list[dict]:
+        """The flow run's artifacts (its steps' progress artifacts among them)."""
+        return self._filter("artifacts", {"artifacts": {"flow_run_id": {"any_": [run_id]}}})
 
     def wait_state(self, run_id: str, types: set[str], timeout: float = 300) -> dict:
         deadline = time.time() + timeout

@@ -2,16 +2,24 @@
 
 Two workspaces, each with its own Prefect server and serve process on 127.0.0.1:
 the reference runs generations 1..N without interruption; the other runs the
-same generations and is hit once in each, with `kill -9` of the serve process,
-the flow process, both at once (the serve process group: nobody is left to
-report the run), or a self-play/gate worker, at a seeded random moment of the
-generation. Recovery is the README's: `python -m flows.serve run` (what `make
-run` calls) ends its wait, and `python -m flows.serve retry <id>` resumes the
-run. Then generation g must have the reference's dvc.lock entries (same shards,
-same hashes), every game once, one MLflow run, one model version, and the
-`champion` alias only on versions that passed their gate.
+same generations and is hit once in each with `kill -9`. A kill point is a
+target and a step of the generation. The targets: the serve process, the flow
+process, both at once (the serve process group: nobody is left to report the
+run), or the worker doing the step's work (a self-play, training or gate task's
+pool worker, the `dvc` process of a DVC push or commit). The steps: self-play,
+a DVC push, training, the gate and registry promotion, each told from what the
+run shows while it runs (its progress artifacts in Prefect, a `dvc push` child
+of the flow process, the champion file of promotion). Recovery is the README's:
+`python -m flows.serve run` (what `make run` calls) ends its wait, and `python
+-m flows.serve retry <id>` resumes the run. Then generation g must have the
+reference's dvc.lock entries (same shards, same hashes), every game once, one
+MLflow run, one model version, and the `champion` alias only on versions that
+passed their gate. A Ray actor's kill is in tests/test_flow_ray.py, on a real
+cluster.
 
-`make test` runs the two fixed kill points; ZERO_FAULTS=<n> adds n seeded random ones and ZERO_FAULTS=full 20.
+`make test` runs the four fixed kill points; ZERO_FAULTS=<n> adds the first n of
+the 20 seeded ones (every target in every step, in a seeded order, at a seeded
+moment of the step) and ZERO_FAULTS=full all 20.
 """
 
 import json
@@ -33,10 +41,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.timeout(540
 FAULTS = os.environ.get("ZERO_FAULTS", "0")
 SEED = int(os.environ.get("ZERO_FAULTS_SEED", "20"))
 TARGETS = ("serve", "flow", "group", "worker")
-KILL_POINTS = 20 if FAULTS == "full" else int(FAULTS) if FAULTS.isdigit() else 0
+STEPS = ("self-play", "DVC push", "training", "gate", "promotion")
+KILL_POINTS = len(TARGETS) * len(STEPS) if FAULTS == "full" else int(FAULTS) if FAULTS.isdigit() else 0
 # generation 1: kill of the serve process group mid-self-play; 2: the same, then `prefect flow-run cancel`;
-# 3: the serve process alone mid-self-play (its flow process ends with it)
-FIXED = 3
+# 3: the serve process alone mid-self-play (its flow process ends with it); 4: the worker mid-training
+FIXED = 4
 GENERATIONS = FIXED + KILL_POINTS
 RESULTS = Path(os.environ.get("ZERO_FAULTS_REPORT", "")) if os.environ.get("ZERO_FAULTS_REPORT") else None
 
@@ -104,28 +113,69 @@ def workers(flow: int) -> list[int]:
     return found
 
 
-def phase(p: Pipeline, g: int) -> str:
-    """Which step the generation was in, from the files it had written."""
+def dvc_children(flow: int, verb: str | None = None) -> list[int]:
+    """The flow process's `dvc` processes (only those running `dvc <verb>` when verb is given)."""
+    found = []
+    for pid in children(flow):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        except OSError:
+            continue
+        at = [i for i, arg in enumerate(argv[:2]) if Path(arg).name == "dvc"]  # `dvc ...` or `python .../dvc ...`
+        if at and (verb is None or verb in argv[at[0] + 1:at[0] + 2]):
+            found.append(pid)
+    return found
+
+
+def steps_running(p: Pipeline, run_id: str) -> set[str]:
+    """The steps (selfplay, train, gate) whose progress artifact this run has created and not completed."""
+    running = set()
+    for a in p.artifacts(run_id):
+        m = re.search(r"-g\d{4}-(selfplay|train|gate)\b", a.get("key") or "")
+        if m and a.get("type") == "progress" and float(a.get("data") or 0.0) < 100.0:
+            running.add(m.group(1))
+    return running
+
+
+def step_now(p: Pipeline, g: int, run_id: str, flow: int) -> str:
+    """The step generation g is in, from what the run shows: finished, DVC push, promotion, gate, training,
+    self-play, or between steps."""
     d = generation_dir(p, g)
     if (d / "generation.json").is_file():
         return "finished"
+    if dvc_children(flow, "push"):
+        return "DVC push"
     if (d / "champion.pt").is_file():
         return "promotion"
-    if (d / "gate").is_dir():
-        return "gate"
-    if (d / "candidate.pt").is_file():
-        return "gate"
-    if (d / "window.json").is_file():
-        return "training"
-    if list((d / "games").glob("shard-*.npz")) if (d / "games").is_dir() else False:
-        return "self-play/DVC push"
-    return "self-play"
+    running = steps_running(p, run_id)
+    for step, name in (("gate", "gate"), ("training", "train"), ("self-play", "selfplay")):
+        if name in running:
+            return step
+    return "between steps"
+
+
+def wait_step(p: Pipeline, g: int, run_id: str, flow: int, step: str, timeout: float = 600) -> bool:
+    """Wait until generation g is in `step`; False if the run finished or its flow process ended first."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        now = step_now(p, g, run_id, flow)
+        if now == step:
+            return True
+        if now == "finished" or _dead(flow):
+            return False
+        time.sleep(0.02)
+    raise AssertionError(f"generation {g} never reached {step}: {p.flow_run(run_id)['state']}")
 
 
 def kill(p: Pipeline, target: str, flow: int) -> str:
-    """kill -9 the target; returns what was killed (a worker falls back to the flow process when none runs)."""
+    """kill -9 the target; returns what was killed. The worker is the process doing the step's work: a `dvc`
+    process when one runs, else a task worker of the pool; with neither, the flow process does the work."""
     serve = int((Path(p.env["PREFECT_HOME"]) / "serve.pid").read_text())
     if target == "worker":
+        dvc = dvc_children(flow)
+        if dvc:
+            os.kill(dvc[0], signal.SIGKILL)
+            return "dvc process"
         alive = workers(flow)
         if alive:
             os.kill(alive[0], signal.SIGKILL)
@@ -271,39 +321,63 @@ def test_a_flow_whose_serve_process_is_killed_ends_with_it_and_retry_resumes_it(
     check_generation(p, reference, g, run_id)
 
 
+def test_a_worker_killed_mid_training_fails_the_run_and_retry_resumes_it(reference, faulty):
+    """kill -9 of the task worker while the candidate trains: the run ends failed or crashed, never running
+    on, and retry trains the same candidate (the reference's dvc.lock) and finishes the generation."""
+    p, g = faulty, 4
+    watch = start_run(p)
+    run_id, _ = run_id_of(watch)
+    flow = flow_pid(p, run_id)
+    assert wait_step(p, g, run_id, flow, "training")
+    assert kill(p, "worker", flow) == "worker"
+    how, _ = recover(p, run_id, watch)
+    assert how != "completed by itself"
+    check_generation(p, reference, g, run_id)
+
+
 def _dead(pid: int) -> bool:
     from flows.liveness import _zombie
 
     return not Path(f"/proc/{pid}").exists() or _zombie(pid)
 
 
-@pytest.mark.skipif(KILL_POINTS == 0, reason="seeded random kill points run with ZERO_FAULTS=<n> or full")
-def test_seeded_random_kills_recover_to_the_uninterrupted_bytes(reference, faulty):
+def kill_points(rng: random.Random) -> list[tuple[str, str]]:
+    """Every target in every step, in a seeded order; the first KILL_POINTS of them."""
+    points = [(target, step) for step in STEPS for target in TARGETS]
+    rng.shuffle(points)
+    return points[:KILL_POINTS]
+
+
+# The most seconds a kill waits once its step has begun, a seeded share of what the step lasts in a smoke
+# generation on one core (self-play 2.5 s once its workers are up, training 4 s, the gate 0.6 s); a DVC
+# push and promotion are hit as soon as they begin (promotion's own push shows as a DVC push).
+STEP_WAIT_S = {"self-play": 2.0, "DVC push": 0.0, "training": 2.5, "gate": 0.3, "promotion": 0.0}
+
+
+@pytest.mark.skipif(KILL_POINTS == 0, reason="seeded kill points run with ZERO_FAULTS=<n> or full")
+def test_seeded_kills_in_every_step_recover_to_the_uninterrupted_bytes(reference, faulty):
     p, rng = faulty, random.Random(SEED)
-    targets = [TARGETS[i % len(TARGETS)] for i in range(KILL_POINTS)]
-    rng.shuffle(targets)
-    span = sorted(reference.seconds)[len(reference.seconds) // 2]  # a generation's median wall time
     rows = []
-    for i, target in enumerate(targets):
+    for i, (target, step) in enumerate(kill_points(rng)):
         g = FIXED + 1 + i
-        delay = rng.uniform(0.02, 0.7) * span
+        wait = rng.uniform(0.0, STEP_WAIT_S[step])
         started = time.time()
         watch = start_run(p)
         run_id, _ = run_id_of(watch)
         flow = flow_pid(p, run_id)
-        time.sleep(max(0.0, started + delay - time.time()))
-        at = phase(p, g)
-        if p.flow_run(run_id)["state"]["type"] == "COMPLETED":
-            killed = "nothing (finished first)"
-        else:
-            killed = kill(p, target, flow)
-        print(f"generation {g}: killed {killed} after {delay:.1f}s in {at}", flush=True)
+        reached = wait_step(p, g, run_id, flow, step)
+        time.sleep(wait if reached else 0.0)
+        at = step_now(p, g, run_id, flow)
+        killed = "nothing (finished first)" if at == "finished" else kill(p, target, flow)
+        print(f"generation {g}: killed {killed} {wait:.1f}s into {step} (at the kill: {at})", flush=True)
         how, _ = recover(p, run_id, watch)
         check_generation(p, reference, g, run_id)
-        rows.append({"generation": g, "target": target, "killed": killed, "after_s": round(delay, 1),
-                     "phase": at, "recovery": how, "seconds": round(time.time() - started, 1)})
+        rows.append({"generation": g, "target": target, "step": step, "killed": killed, "wait_s": round(wait, 2),
+                     "at_kill": at, "recovery": how, "seconds": round(time.time() - started, 1)})
         print(json.dumps(rows[-1]), flush=True)
     if RESULTS:
         RESULTS.write_text(json.dumps({"seed": SEED, "reference_seconds": reference.seconds, "kills": rows},
                                       indent=1) + "\n")
     assert len(rows) == KILL_POINTS
+    if KILL_POINTS == len(TARGETS) * len(STEPS):  # the full set hit every step it meant to
+        assert {r["at_kill"] for r in rows} >= set(STEPS), rows
