@@ -111,6 +111,22 @@ def test_zero_ladder_command_plays_fits_and_plots(tmp_path, capsys):
     assert sorted(p.stem for p in (out / "pairings").glob("*.json")) == names
 
 
+def test_zero_ladder_calibration_games_zero_plays_no_calibration(tmp_path, capsys):
+    """--calibration-games 0 (as ladder.calibration_games: 0) plays only the network's pairings; -1 is refused."""
+    from zero.cli import main
+
+    model = tmp_path / "net.pt"
+    assert main(["init", "--out", str(model), *GOMOKU_ARGS]) == 0
+    out = tmp_path / "lad"
+    assert main(["ladder", *GOMOKU_ARGS, "--model", str(model), "--opponents", "mcts:30,random", "--games", "2",
+                 "--calibration-games", "0", "--anchor", "random=0", "--out", str(out)]) == 0
+    assert sorted(p.stem for p in (out / "pairings").glob("*.json")) == ["net--mcts-30--ladder", "net--random--ladder"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["ladder", *GOMOKU_ARGS, "--model", str(model), "--calibration-games", "-1", "--out", str(out)])
+    assert "--calibration-games: must be a whole number from 0 to" in capsys.readouterr().err
+
+
 def test_zero_ladder_refuses_before_playing(tmp_path, capsys):
     from zero.cli import main
 

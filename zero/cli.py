@@ -36,16 +36,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"zero: error: {message}\n")
 
 
-def _count(limit: int):
-    """argparse type: a whole number from 1 to `limit`."""
+def _count(limit: int, least: int = 1):
+    """argparse type: a whole number from `least` (1 by default) to `limit`."""
 
     def count(text: str) -> int:
         try:
             n = int(text)
         except ValueError:
             n = None
-        if n is None or not 1 <= n <= limit:
-            raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {limit}, got {text!r}")
+        if n is None or not least <= n <= limit:
+            raise argparse.ArgumentTypeError(f"must be a whole number from {least} to {limit}, got {text!r}")
         return n
 
     return count
@@ -416,8 +416,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--opponents", default=None, help="comma-separated, e.g. gnugo:1,gnugo:5,mcts:1000 "
                                                      "(default: ladder.opponents)")
     p.add_argument("--games", type=_count(MAX_GAMES), default=None, help="per opponent (default: ladder.games)")
-    p.add_argument("--calibration-games", type=_count(MAX_GAMES), default=None,
-                   help="games between consecutive fixed opponents, played once per directory")
+    p.add_argument("--calibration-games", type=_count(MAX_GAMES, least=0), default=None,
+                   help="games between consecutive fixed opponents, played once per directory (0: none)")
     p.add_argument("--anchor", default=None, help="player=rating held fixed (default: ladder.anchor, gnugo:10=1800)")
     p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--plot", default=None, metavar="DIR", help="only fit and plot this ladder directory")
