@@ -79,6 +79,13 @@ def run_id_of(watch: subprocess.Popen) -> tuple[str, list[str]]:
     raise AssertionError("".join(lines))
 
 
+def start_watched(p: Pipeline) -> tuple[subprocess.Popen, str, int]:
+    """start_run, once its flow process has recorded itself: (the wait, the run id, the flow's pid)."""
+    watch = start_run(p)
+    run_id, _ = run_id_of(watch)
+    return watch, run_id, flow_pid(p, run_id)
+
+
 def finish(watch: subprocess.Popen, timeout: float = 600) -> tuple[int, str]:
     out, _ = watch.communicate(timeout=timeout)
     return watch.returncode, out
@@ -205,9 +212,7 @@ def recover(p: Pipeline, run_id: str, watch: subprocess.Popen) -> tuple[str, int
 
 def kill_mid_selfplay(p: Pipeline, target: str) -> tuple[str, subprocess.Popen, int]:
     """Start a run and kill `target` once its self-play workers are up: (run id, the wait, the flow's pid)."""
-    watch = start_run(p)
-    run_id, _ = run_id_of(watch)
-    flow = flow_pid(p, run_id)
+    watch, run_id, flow = start_watched(p)
     deadline = time.time() + 300
     while time.time() < deadline and not workers(flow):
         time.sleep(0.1)
@@ -290,9 +295,7 @@ def test_a_run_killed_with_its_serve_process_is_crashed_and_resumed(reference, f
 
 def test_a_cancel_of_a_run_whose_process_is_gone_ends_cancelled_and_retry_resumes_it(reference, faulty):
     p, g = faulty, 2
-    watch = start_run(p)
-    run_id, _ = run_id_of(watch)
-    flow = flow_pid(p, run_id)
+    watch, run_id, flow = start_watched(p)
     time.sleep(2)
     kill(p, "group", flow)
     watch.kill()
@@ -325,9 +328,7 @@ def test_a_worker_killed_mid_training_fails_the_run_and_retry_resumes_it(referen
     """kill -9 of the task worker while the candidate trains: the run ends failed or crashed, never running
     on, and retry trains the same candidate (the reference's dvc.lock) and finishes the generation."""
     p, g = faulty, 4
-    watch = start_run(p)
-    run_id, _ = run_id_of(watch)
-    flow = flow_pid(p, run_id)
+    watch, run_id, flow = start_watched(p)
     assert wait_step(p, g, run_id, flow, "training")
     assert kill(p, "worker", flow) == "worker"
     how, _ = recover(p, run_id, watch)
@@ -362,9 +363,7 @@ def test_seeded_kills_in_every_step_recover_to_the_uninterrupted_bytes(reference
         g = FIXED + 1 + i
         wait = rng.uniform(0.0, STEP_WAIT_S[step])
         started = time.time()
-        watch = start_run(p)
-        run_id, _ = run_id_of(watch)
-        flow = flow_pid(p, run_id)
+        watch, run_id, flow = start_watched(p)
         reached = wait_step(p, g, run_id, flow, step)
         time.sleep(wait if reached else 0.0)
         at = step_now(p, g, run_id, flow)
