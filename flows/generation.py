@@ -24,7 +24,7 @@ from prefect.context import get_run_context
 from prefect.task_runners import ProcessPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field
 
-from flows import lineage, liveness, stages
+from flows import lineage, liveness, stages, standalone
 from flows.layout import Generation, LineError, Workspace, write_json
 
 FLOW_NAME = "zero-generation"
@@ -203,7 +203,10 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
 
         record = tracking.generation_record(facts, tag, champ, selfplay, trained, gate, data, run_id, **promoted,
                                             seconds=time.time() - started)
-        record["compute"] = machine_compute(record["seconds"], params.pipeline.num_gpus)
+        made = standalone.made_here(gen)  # made by flows.standalone elsewhere: its compute, not this run's
+        record["compute"] = made["compute"] if made else machine_compute(record["seconds"], params.pipeline.num_gpus)
+        if made:
+            record["standalone"] = {k: made[k] for k in ("host", "finished_at")}
         record["recipe"] = recipe
         if actors:
             record["selfplay"]["actors"] = actors

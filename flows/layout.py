@@ -221,7 +221,6 @@ class Workspace:
                 f"generation {gen.g} of {gen.tag} cannot start: generation {gen.g - 1} has not finished "
                 f"(listed: {listed or 'none'})"
             )
-        snapshot = yaml.safe_dump(params.model_dump(mode="json"), sort_keys=True)
         for target in ([self.generation(gen.tag, 0)] if gen.g == 1 else []) + [gen]:
             path = target.params_file
             if path.is_file():
@@ -233,11 +232,16 @@ class Workspace:
                         f"{target.rel} to start it over"
                     )
                 continue
-            header = f"# Effective params of {target.key} (params file + overrides), written by zero-generation.\n"
-            atomic_write_text(path, header + snapshot)
+            self.write_snapshot(target, params)
         if gen.g == 1:
             self.register(self.generation(gen.tag, 0))
         self.register(gen)
+
+    def write_snapshot(self, gen: Generation, params) -> None:
+        """Write generation `gen`'s params snapshot (params file + overrides, as the recipe set them)."""
+        snapshot = yaml.safe_dump(params.model_dump(mode="json"), sort_keys=True)
+        header = f"# Effective params of {gen.key} (params file + overrides), written by zero-generation.\n"
+        atomic_write_text(gen.params_file, header + snapshot)
 
     def next_generation(self, tag: str) -> int:
         """The generation a run without an explicit number works on.

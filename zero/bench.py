@@ -11,8 +11,10 @@ measure over numbers of concurrent games and of threads.
 
 from __future__ import annotations
 
+import os
 import platform
 import resource
+import threading
 import time
 
 import numba
@@ -22,7 +24,7 @@ import torch
 from zero.evaluator import NetworkEvaluator, UniformEvaluator
 from zero.games import make_game
 from zero.games.go import GoGame
-from zero.network import init_network, pick_device, set_threads
+from zero.network import check_network_fits, init_network, load_checkpoint, pick_device, set_threads
 from zero.selfplay import play_games
 
 
@@ -58,88 +60,250 @@ class BoardOnlyEvaluator(UniformEvaluator):
         return super().evaluate(game, batch, slots, paths, depth, inputs)
 
 
-def measure_selfplay(game, params, evaluator, seconds: float) -> dict:
-    """Self-play with `evaluator` for `seconds`: positions and evaluations per second, network busy share."""
+def measure_selfplay(game, params, evaluator, seconds: float, warmup: float = 0.0) -> dict:
+    """Self-play with `evaluator` for `seconds`: positions and evaluations per second, network busy share.
+
+    With `warmup` seconds, `steady_evals_per_s` and `steady_busy_share` are measured over what follows the
+    warm-up alone (kernels compiled, graphs captured, every slot in a game), sampled every 0.25 s.
+    """
     start = time.perf_counter()
-    records = play_games(game, evaluator, params.selfplay, params.mcts.search(params.selfplay.visits),
-                         num_games=10**6, seed=1, deadline=start + seconds)
+    marks: list[tuple[float, int, float]] = []  # (time, evaluations, network busy seconds), sampled
+    stop = threading.Event()
+
+    def mark():
+        marks.append((time.perf_counter(), getattr(evaluator, "nn_positions", 0),
+                      getattr(evaluator, "nn_seconds", 0.0)))
+
+    def sample():
+        while not stop.wait(0.25):
+            mark()
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        records = play_games(game, evaluator, params.selfplay, params.mcts.search(params.selfplay.visits),
+                             num_games=10**6, seed=1, deadline=start + seconds)
+    finally:
+        stop.set()
+        sampler.join()
+    mark()
     elapsed = time.perf_counter() - start
     positions = sum(len(r.moves) for r in records)
     evals = getattr(evaluator, "nn_positions", 0)
-    return {"positions_per_s": positions / elapsed, "evals_per_s": evals / elapsed,
-            "busy_share": getattr(evaluator, "nn_seconds", 0.0) / elapsed}
+    out = {"positions_per_s": positions / elapsed, "evals_per_s": evals / elapsed,
+           "busy_share": getattr(evaluator, "nn_seconds", 0.0) / elapsed}
+    if warmup > 0:
+        after = [m for m in marks if m[0] >= start + warmup] or marks[-1:]
+        t0, e0, b0 = after[0]
+        t1, e1, b1 = marks[-1]
+        span = max(t1 - t0, 1e-9)
+        out.update(steady_evals_per_s=(e1 - e0) / span if t1 > t0 else out["evals_per_s"],
+                   steady_busy_share=(b1 - b0) / span if t1 > t0 else out["busy_share"],
+                   steady_seconds=t1 - t0)
+    return out
+
+
+def _network(params, game, device, model: str | None):
+    if model is None:
+        return init_network(params, game, seed=0).to(device)
+    net, _ = load_checkpoint(model, device)
+    check_network_fits(net, game, model, params.game.tag)
+    return net
+
+
+def _evaluator(net, sym, device, sp) -> NetworkEvaluator:
+    return NetworkEvaluator(net, sym, 0, device, half=sp.half_precision, fast=sp.fast_inference)
+
+
+def measure_leafnet(net, game, sp, device, batch: int, seconds: float) -> float:
+    """Positions per second of the evaluator's whole call (zero.inference.LeafNet: symmetries, network,
+    softmax; a CUDA graph on CUDA) on one batch of random 0/1 planes, repeated, results on the host."""
+    from zero.inference import LeafNet
+
+    leaf = LeafNet(net, game.symmetries(), device, half=sp.half_precision)
+    rng = np.random.default_rng(0)
+    dtype = torch.uint8 if device.type == "cuda" else torch.float32
+    planes = torch.from_numpy(rng.random((batch, game.num_planes, game.height, game.width)) < 0.3).to(device, dtype)
+    sym = torch.from_numpy(rng.integers(len(game.symmetries()), size=batch)).to(device)
+    legal = torch.ones((batch, game.num_actions), dtype=torch.bool, device=device)
+    for _ in range(3):
+        leaf(planes, sym, legal)
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        priors, value = leaf(planes, sym, legal)
+        priors.cpu(), value.cpu()
+        n += batch
+    return n / (time.perf_counter() - start)
+
+
+def _profile(game, params, evaluator, seconds: float, path: str) -> None:
+    """Where self-play's time goes: cProfile of the search (PATH.pstats, PATH.txt: top functions by own and
+    cumulative time) and, on CUDA, the torch profiler's kernel table (PATH.kernels.txt)."""
+    import cProfile
+    import io
+    import pstats
+
+    profiler = cProfile.Profile()
+    cuda = getattr(evaluator, "cuda", False)
+    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
+    with torch.profiler.profile(activities=activities) as tprof:
+        profiler.enable()
+        got = measure_selfplay(game, params, evaluator, seconds)
+        profiler.disable()
+    profiler.dump_stats(f"{path}.pstats")
+    text = io.StringIO()
+    stats = pstats.Stats(profiler, stream=text)
+    text.write(f"self-play {seconds:.0f} s: {got['evals_per_s']:,.0f} evaluations/s, network busy "
+               f"{got['busy_share']:.0%}\n\n")
+    stats.sort_stats("tottime").print_stats(30)
+    stats.sort_stats("cumulative").print_stats(30)
+    with open(f"{path}.txt", "w") as f:
+        f.write(text.getvalue())
+    sort = "self_cuda_time_total" if cuda else "self_cpu_time_total"
+    with open(f"{path}.kernels.txt", "w") as f:
+        f.write(tprof.key_averages().table(sort_by=sort, row_limit=40))
+
+
+def _child(params, model, seconds, warmup, threads, queue) -> None:
+    """One process of a multi-process measure: its own network and search on `threads` threads."""
+    set_threads(threads)
+    sp = params.selfplay
+    game = make_game(params.game)
+    device = pick_device(sp.device)
+    net = _network(params, game, device, model)
+    sym = game.symmetries() if params.mcts.symmetries else None
+    play_games(game, _evaluator(net, sym, device, sp), sp.model_copy(update={"concurrent_games": 2}),
+               params.mcts.search(4), num_games=2, seed=0, deadline=time.perf_counter() + 1.0)
+    queue.put(measure_selfplay(game, params, _evaluator(net, sym, device, sp), seconds, warmup=warmup))
+
+
+def measure_processes(params, model, processes: int, threads: int, seconds: float, warmup: float) -> dict:
+    """Self-play in `processes` processes at once on one machine (one device), `threads` threads each:
+    the summed figures (what `pipeline.selfplay_shards` workers sharing a GPU reach)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_child, args=(params, model, seconds, warmup, threads, queue))
+             for _ in range(processes)]
+    for proc in procs:
+        proc.start()
+    got = [queue.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+    total = {k: sum(g[k] for g in got) for k in got[0]}
+    # busy shares of processes sharing one GPU add up (each is its own kernels' time over the wall time)
+    total.pop("steady_seconds", None)
+    return {"processes": processes, "threads": threads,
+            **{k: round(v, 3 if "share" in k else 1) for k, v in total.items()}}
 
 
 def run_bench(params, seconds: float = 20.0, concurrent: int = 128, visits: int = 100, quiet: bool = False,
-              scan_games: list[int] | None = None, scan_threads: list[int] | None = None) -> dict:
+              scan_games: list[int] | None = None, scan_threads: list[int] | None = None,
+              model: str | None = None, warmup: float | None = None, profile: str | None = None,
+              processes: list[int] | None = None) -> dict:
     """Run the benchmark; return one dict of figures and the settings used.
 
+    model: a checkpoint to measure (default: a freshly initialised network of the params' size).
+    warmup: seconds of self-play before the steady figures are read (default: a fifth of its time).
     scan_games, scan_threads: also measure self-play at each number of concurrent games and of
-    threads (torch and numba), seconds / 4 each, into `scan`.
+        threads (torch and numba), seconds / 4 each, into `scan`.
+    profile: a path prefix: also profile self-play (see _profile) for seconds / 4.
+    processes: also measure self-play in each number of processes at once, the machine's threads
+        split between them, into `processes`.
     """
     say = (lambda *a: None) if quiet else print
     params = params.model_copy(update={
         "selfplay": params.selfplay.model_copy(update={"concurrent_games": concurrent, "visits": visits}),
     })
     sp = params.selfplay
+    set_threads(sp.threads)
     game = make_game(params.game)
     device = pick_device(sp.device)
-    net = init_network(params, game, seed=0).to(device)
+    net = _network(params, game, device, model)
     sym = game.symmetries() if params.mcts.symmetries else None
 
     rng = np.random.default_rng(0)
     planes = (rng.random((concurrent, game.num_planes, game.height, game.width)) < 0.3).astype(np.float32)
-    nn_rate = measure_network(net, planes, seconds * 0.2, device, half=sp.half_precision)
+    nn_rate = measure_network(net, planes, seconds * 0.1, device, half=sp.half_precision)
     say(f"network alone, batch {concurrent}: {nn_rate:,.0f} positions/s")
+    leaf_rate = measure_leafnet(net, game, sp, device, concurrent, seconds * 0.1)
+    say(f"the fast evaluation's whole call (folded, {'a CUDA graph' if device.type == 'cuda' else 'eager'}), "
+        f"batch {concurrent}: {leaf_rate:,.0f} positions/s")
 
     # warm the JIT-compiled kernels on a tiny run, then measure
-    play_games(game, NetworkEvaluator(net, sym, 0, device), sp.model_copy(update={"concurrent_games": 2}),
+    play_games(game, _evaluator(net, sym, device, sp), sp.model_copy(update={"concurrent_games": 2}),
                params.mcts.search(4), num_games=2, seed=0, deadline=time.perf_counter() + 1.0)
-    evaluator = NetworkEvaluator(net, sym, 0, device, half=sp.half_precision)
-    m = measure_selfplay(game, params, evaluator, seconds * 0.5)
+    evaluator = _evaluator(net, sym, device, sp)
+    warm = seconds * 0.1 if warmup is None else warmup
+    m = measure_selfplay(game, params, evaluator, seconds * 0.5, warmup=warm)
     sp_positions, sp_evals, busy = m["positions_per_s"], m["evals_per_s"], m["busy_share"]
     say(f"self-play, {concurrent} games x {visits} visits in {sp.search_groups} group(s): "
-        f"{sp_positions:,.1f} positions/s, {sp_evals:,.0f} evaluations/s, network busy {busy:.0%}")
+        f"{sp_positions:,.1f} positions/s, {sp_evals:,.0f} evaluations/s, network busy {busy:.0%}; "
+        f"after {warm:.0f} s of warm-up: {m['steady_evals_per_s']:,.0f} evaluations/s, "
+        f"busy {m['steady_busy_share']:.0%}")
     search_leaves = measure_selfplay(game, params, BoardOnlyEvaluator(), seconds * 0.15)["evals_per_s"]
     say(f"search without the network: {search_leaves:,.0f} leaves/s (the most the CPU side can feed a network)")
 
-    engine = GoGame(9).random_moves_per_second(seconds=max(1.0, seconds * 0.1))
+    engine = GoGame(9).random_moves_per_second(seconds=max(1.0, seconds * 0.05))
     say(f"rules engine: {engine['moves_per_s']:,.0f} random legal 9x9 Go moves/s")
     scan = []
     for threads in scan_threads or []:
         for games in scan_games or [concurrent]:
             set_threads(threads)
             scanned = params.model_copy(update={"selfplay": sp.model_copy(update={"concurrent_games": games})})
-            got = measure_selfplay(game, scanned, NetworkEvaluator(net, sym, 0, device, half=sp.half_precision),
-                                   seconds / 4)
+            got = measure_selfplay(game, scanned, _evaluator(net, sym, device, sp), seconds / 4, warmup=seconds / 16)
+            got.pop("steady_seconds", None)
             scan.append({"threads": threads, "numba_threads": numba.get_num_threads(), "concurrent_games": games,
-                         **{k: round(v, 3 if k == "busy_share" else 1) for k, v in got.items()}})
-            say(f"  {threads:>3} threads, {games:>5} games: {got['evals_per_s']:,.0f} evaluations/s, "
-                f"{got['positions_per_s']:,.1f} positions/s, network busy {got['busy_share']:.0%}")
+                         **{k: round(v, 3 if "share" in k else 1) for k, v in got.items()}})
+            say(f"  {threads:>3} threads, {games:>5} games: {got['evals_per_s']:,.0f} evaluations/s "
+                f"({got['steady_evals_per_s']:,.0f} steady), {got['positions_per_s']:,.1f} positions/s, "
+                f"network busy {got['busy_share']:.0%} ({got['steady_busy_share']:.0%} steady)")
+    multi = []
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    for n in processes or []:
+        got = measure_processes(params, model, n, max(1, cores // n), seconds / 2, seconds / 8)
+        multi.append(got)
+        say(f"  {n:>3} processes x {got['threads']} threads: {got['evals_per_s']:,.0f} evaluations/s "
+            f"({got['steady_evals_per_s']:,.0f} steady), network busy {got['steady_busy_share']:.0%} steady")
+    if profile:
+        set_threads(sp.threads)
+        _profile(game, params, _evaluator(net, sym, device, sp), seconds / 4, profile)
+        say(f"profile: {profile}.txt, {profile}.kernels.txt, {profile}.pstats")
     result = {
         "nn_positions_per_s": round(nn_rate, 1),
+        "leafnet_positions_per_s": round(leaf_rate, 1),
         "selfplay_positions_per_s": round(sp_positions, 2),
         "selfplay_evals_per_s": round(sp_evals, 1),
+        "selfplay_steady_evals_per_s": round(m["steady_evals_per_s"], 1),
         "search_efficiency": round(sp_evals / nn_rate, 3),
         "nn_busy_share": round(busy, 3),
+        "nn_steady_busy_share": round(m["steady_busy_share"], 3),
         "search_leaves_per_s": round(search_leaves, 1),
         "engine_moves_per_s": round(engine["moves_per_s"], 0),
         "peak_rss_mb": round(_peak_rss_mb(), 1),
         "settings": {
             "game": params.game.tag,
             "network": params.network.size,
+            "model": model,
             "concurrent_games": concurrent,
             "visits": visits,
             "seconds": seconds,
+            "warmup_seconds": warm,
             "device": str(device),
             "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
             "search_groups": sp.search_groups,
             "half_precision": sp.half_precision and device.type == "cuda",
+            "fast_inference": sp.fast_inference,
             "torch_threads": torch.get_num_threads(),
-            "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}",
+            "numba_threads": numba.get_num_threads(),
+            "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, {cores} cores",
+            "torch": torch.__version__,
         },
     }
     if scan:
         result["scan"] = scan
+    if multi:
+        result["processes"] = multi
     say(f"peak memory: {result['peak_rss_mb']:.0f} MB")
     return result

@@ -349,7 +349,8 @@ def cmd_bench(args) -> int:
     if args.scan_games and not args.scan_threads:
         args.scan_threads = [params.selfplay.threads or (os.cpu_count() or 1)]
     result = run_bench(params, seconds=args.seconds, concurrent=args.games, visits=args.visits,
-                       quiet=args.json, scan_games=args.scan_games, scan_threads=args.scan_threads)
+                       quiet=args.json, scan_games=args.scan_games, scan_threads=args.scan_threads,
+                       model=args.model, warmup=args.warmup, profile=args.profile, processes=args.processes)
     if args.json:
         print(json.dumps(result))
     return 0
@@ -433,6 +434,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also measure self-play at each number of concurrent games")
     p.add_argument("--scan-threads", type=_counts(1024), default=None, metavar="N,N,...",
                    help="also measure self-play with each number of torch and numba threads")
+    p.add_argument("--model", default=None, help="a checkpoint to measure (default: a fresh network of the params)")
+    p.add_argument("--warmup", type=_seconds, default=None,
+                   help="seconds of self-play before the steady figures (default: a tenth of --seconds)")
+    p.add_argument("--processes", type=_counts(64), default=None, metavar="N,N,...",
+                   help="also measure self-play in N processes at once, the cores split between them")
+    p.add_argument("--profile", default=None, metavar="PATH",
+                   help="also profile self-play: PATH.txt (cProfile), PATH.kernels.txt (torch profiler), PATH.pstats")
     p.set_defaults(fn=cmd_bench)
     return parser
 

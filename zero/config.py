@@ -305,8 +305,11 @@ class SelfPlayConfig(_ComputeSection):
     # The engine on a GPU (README: performance). search_groups: the games searched in this many groups,
     # one group's network call in flight while the next group's tree work runs (1: one search).
     # half_precision: the network in bfloat16 on CUDA (no effect on the CPU).
+    # fast_inference: batch norm folded, symmetries and softmax on the device, CUDA graphs on CUDA
+    # (zero.inference; priors differ from the eager path by float rounding, hence a switch).
     search_groups: int = _int(1, ge=1, le=16, switch=True)
     half_precision: bool = _bool(False, switch=True)
+    fast_inference: bool = _bool(False, switch=True)
 
     @model_validator(mode="after")
     def _fast_visits_fit(self) -> "SelfPlayConfig":
@@ -359,6 +362,8 @@ class GateConfig(_ComputeSection):
     # "gate": the candidate replaces the champion only if it passes (the paper); "always": it always
     # does, the match still played and logged (AlphaZero's continuous update).
     promote: Literal["gate", "always"] = Field("gate", json_schema_extra=_SWITCH)
+    # The match's networks (and an engine's: zero gtp, zero play) through zero.inference, as selfplay's.
+    fast_inference: bool = _bool(False, switch=True)
 
 
 class PipelineConfig(_Section):

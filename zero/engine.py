@@ -59,6 +59,7 @@ class EngineConfig:
     symmetries: bool = True  # evaluate each leaf in a random board symmetry
     device: str = "auto"
     resign_threshold: float = -0.9  # genmove resigns below this value (side to move's view)
+    fast_inference: bool = False  # zero.inference's evaluation (gate.fast_inference)
     network: NetworkConfig = NetworkConfig()  # the shape of a freshly initialised network (no checkpoint)
 
     @classmethod
@@ -66,7 +67,8 @@ class EngineConfig:
         """The engine of a params file: its game and search, `gate.visits` unless `visits` is given."""
         return cls(game=params.game, search=params.mcts.search(visits or params.gate.visits),
                    symmetries=params.mcts.symmetries, device=params.gate.device,
-                   resign_threshold=params.selfplay.resign_threshold, network=params.network)
+                   resign_threshold=params.selfplay.resign_threshold, network=params.network,
+                   fast_inference=params.gate.fast_inference)
 
 
 class Engine:
@@ -107,7 +109,7 @@ class Engine:
             )
         self.game, self.game_config, self._net = game, game_config, net
         sym = game.symmetries() if self.config.symmetries else None
-        self.evaluator = NetworkEvaluator(net, sym, self.seed, self.device)
+        self.evaluator = NetworkEvaluator(net, sym, self.seed, self.device, fast=self.config.fast_inference)
         self._search: Search | None = None  # built for the game of the positions searched
         self._root: tuple[tuple[int, ...], np.ndarray] | None = None  # (moves, hashes) at the tree's root
 

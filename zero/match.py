@@ -56,7 +56,8 @@ def make_player(spec: str, params, game: Game, visits: int, seed: int = 0):
         if net.config.num_actions != game.num_actions or net.config.in_planes != game.num_planes:
             raise ValueError(f"{spec}: network is for another game or board than {params.game.tag}")
     sym = game.symmetries() if mc.symmetries else None
-    return search_player(Path(spec).name, NetworkEvaluator(net, sym, seed, device), mc.search(visits))
+    return search_player(Path(spec).name, NetworkEvaluator(net, sym, seed, device, fast=params.gate.fast_inference),
+                         mc.search(visits))
 
 
 def gate_decided(games: int, threshold: float, wins: int, losses: int, draws: int) -> bool:

@@ -109,7 +109,8 @@ def play_shard(params, checkpoint: str | Path, out_path: str | Path, seed: int,
     net = load_network(checkpoint, device) if load_network else load_checkpoint(checkpoint, device)[0]
     torch.manual_seed(seed)
     evaluator = NetworkEvaluator(net, game.symmetries() if params.mcts.symmetries else None,
-                                 seed=seed, device=device, half=params.selfplay.half_precision)
+                                 seed=seed, device=device, half=params.selfplay.half_precision,
+                                 fast=params.selfplay.fast_inference)
     num_games = num_games or params.selfplay.games_per_shard
     start = time.perf_counter()
     search = params.mcts.search(params.selfplay.visits)

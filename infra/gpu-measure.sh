@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The GPU engine's figures on one GPU machine (docs/performance.md): `zero bench` of the shipped 9x9
+# network with params-gpu.yaml (the fast path, its scan over processes, the eager path beside it),
+# 19x19, a profile, the inference tests on CUDA and one self-play shard end to end. Each result is
+# written to OUT (default gpu-figures/) as JSON or text; run from the repository root:
+#   bash infra/gpu-measure.sh docs/performance/gpu-$(date +%F)
+set -uo pipefail
+out=${1:-gpu-figures}
+py=${PYTHON:-python3}
+mkdir -p "$out"
+{
+    date -u +%FT%TZ
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    nproc
+    $py -c "import sys, torch, numba; print(sys.version.split()[0], torch.__version__, torch.version.cuda, numba.__version__)"
+} > "$out/machine.txt" 2>&1
+cat "$out/machine.txt"
+
+bench() {  # bench NAME ARGS...: zero bench --json ARGS into NAME.json, its log into NAME.log
+    local name=$1; shift
+    local t0=$SECONDS
+    $py -m zero.cli bench --json "$@" > "$out/$name.json" 2> "$out/$name.log"
+    echo "$name ($((SECONDS - t0)) s): $(head -c 600 "$out/$name.json")"
+}
+
+$py -m pytest -q -p no:cacheprovider tests/test_inference.py > "$out/tests-cuda.txt" 2>&1
+tail -n 3 "$out/tests-cuda.txt"
+bench go9-fast --params params-gpu.yaml --model models/go-9.pt --games 1024 --seconds 60 --processes 1,2,4 \
+    --profile "$out/profile-go9-fast"
+bench go9-eager --params params-gpu.yaml --model models/go-9.pt --games 1024 --seconds 30 \
+    --set selfplay.fast_inference=false
+bench go19-fast --params params-gpu.yaml --set game.size=19 --games 512 --seconds 40
+
+# one shard end to end (the network loaded, games played with refills, the shard written)
+t0=$SECONDS
+$py -m zero.cli selfplay --params params-gpu.yaml --model models/go-9.pt --out "$out/shard.npz" --seed 1 \
+    --games 2048 > "$out/selfplay.log" 2>&1
+echo "selfplay of 2048 games: $((SECONDS - t0)) s, $(tail -n 2 "$out/selfplay.log")"
+rm -f "$out/shard.npz"
