@@ -198,6 +198,7 @@ class ArenaRules:
     sample_moves: moves at the start of a game chosen ∝ visits (self-play's temperature
         moves, a match's opening moves); the rest take the most visited move.
     resign_threshold: a mover whose resign statistic falls below it resigns (-1: never).
+    resign_min_move: ... but not before this move of the game.
     playout_share: self-play's share of games played out without resignation, drawn
         from each game's generator; None (matches) draws nothing.
     record: keep each position's planes and search policy (self-play's training targets).
@@ -206,6 +207,7 @@ class ArenaRules:
 
     sample_moves: int = 0
     resign_threshold: float = -1.0
+    resign_min_move: int = 0
     playout_share: float | None = None
     record: bool = False
     final_board: bool = False
@@ -340,8 +342,10 @@ class _Arena:
             color = game.to_play(batch, slot)
             stat = float(choice.resign[i])
             side = 0 if color == 1 else 1
-            rec.resign_value[side] = min(rec.resign_value[side], stat)
-            if not rec.no_resign and stat < rules.resign_threshold:
+            may_resign = counts[i] >= rules.resign_min_move
+            if may_resign:  # the statistic the calibration reads: moves where a resignation could happen
+                rec.resign_value[side] = min(rec.resign_value[side], stat)
+            if not rec.no_resign and may_resign and stat < rules.resign_threshold:
                 rec.result, rec.resigned = -color, True
                 self.finish(slot)
                 continue

@@ -24,7 +24,7 @@ import torch
 from zero.evaluator import NetworkEvaluator, UniformEvaluator
 from zero.games import make_game
 from zero.games.go import GoGame
-from zero.network import check_network_fits, init_network, load_checkpoint, pick_device, set_threads
+from zero.network import check_network_fits, init_network, load_checkpoint, pick_device, search_network, set_threads
 from zero.selfplay import play_games
 
 
@@ -111,7 +111,9 @@ def _network(params, game, device, model: str | None):
     return net
 
 
-def _evaluator(net, sym, device, sp) -> NetworkEvaluator:
+def _evaluator(net, sym, device, sp, mcts=None) -> NetworkEvaluator:
+    if mcts is not None:
+        net = search_network(net, mcts.score_utility, mcts.score_utility_scale)
     return NetworkEvaluator(net, sym, 0, device, half=sp.half_precision, fast=sp.fast_inference)
 
 
@@ -172,9 +174,9 @@ def _child(params, model, seconds, warmup, threads, queue) -> None:
     device = pick_device(sp.device)
     net = _network(params, game, device, model)
     sym = game.symmetries() if params.mcts.symmetries else None
-    play_games(game, _evaluator(net, sym, device, sp), sp.model_copy(update={"concurrent_games": 2}),
+    play_games(game, _evaluator(net, sym, device, sp, params.mcts), sp.model_copy(update={"concurrent_games": 2}),
                params.mcts.search(4), num_games=2, seed=0, deadline=time.perf_counter() + 1.0)
-    queue.put(measure_selfplay(game, params, _evaluator(net, sym, device, sp), seconds, warmup=warmup))
+    queue.put(measure_selfplay(game, params, _evaluator(net, sym, device, sp, params.mcts), seconds, warmup=warmup))
 
 
 def measure_processes(params, model, processes: int, threads: int, seconds: float, warmup: float) -> dict:
@@ -232,9 +234,9 @@ def run_bench(params, seconds: float = 20.0, concurrent: int = 128, visits: int 
         f"batch {concurrent}: {leaf_rate:,.0f} positions/s")
 
     # warm the JIT-compiled kernels on a tiny run, then measure
-    play_games(game, _evaluator(net, sym, device, sp), sp.model_copy(update={"concurrent_games": 2}),
+    play_games(game, _evaluator(net, sym, device, sp, params.mcts), sp.model_copy(update={"concurrent_games": 2}),
                params.mcts.search(4), num_games=2, seed=0, deadline=time.perf_counter() + 1.0)
-    evaluator = _evaluator(net, sym, device, sp)
+    evaluator = _evaluator(net, sym, device, sp, params.mcts)
     warm = seconds * 0.1 if warmup is None else warmup
     m = measure_selfplay(game, params, evaluator, seconds * 0.5, warmup=warm)
     sp_positions, sp_evals, busy = m["positions_per_s"], m["evals_per_s"], m["busy_share"]
@@ -252,7 +254,7 @@ def run_bench(params, seconds: float = 20.0, concurrent: int = 128, visits: int 
         for games in scan_games or [concurrent]:
             set_threads(threads)
             scanned = params.model_copy(update={"selfplay": sp.model_copy(update={"concurrent_games": games})})
-            got = measure_selfplay(game, scanned, _evaluator(net, sym, device, sp), seconds / 4, warmup=seconds / 16)
+            got = measure_selfplay(game, scanned, _evaluator(net, sym, device, sp, params.mcts), seconds / 4, warmup=seconds / 16)
             got.pop("steady_seconds", None)
             scan.append({"threads": threads, "numba_threads": numba.get_num_threads(), "concurrent_games": games,
                          **{k: round(v, 3 if "share" in k else 1) for k, v in got.items()}})
@@ -268,7 +270,7 @@ def run_bench(params, seconds: float = 20.0, concurrent: int = 128, visits: int 
             f"({got['steady_evals_per_s']:,.0f} steady), network busy {got['steady_busy_share']:.0%} steady")
     if profile:
         set_threads(sp.threads)
-        _profile(game, params, _evaluator(net, sym, device, sp), seconds / 4, profile)
+        _profile(game, params, _evaluator(net, sym, device, sp, params.mcts), seconds / 4, profile)
         say(f"profile: {profile}.txt, {profile}.kernels.txt, {profile}.pstats")
     result = {
         "nn_positions_per_s": round(nn_rate, 1),

@@ -252,6 +252,11 @@ class MCTSConfig(_Section):
     gumbel_considered: int = _int(16, ge=1, le=4096, switch=True)
     gumbel_c_visit: float = _float(50.0, ge=0, le=1e6, switch=True)
     gumbel_c_scale: float = _float(1.0, gt=0, le=1e3, switch=True)
+    # KataGo's score utility (Wu 2019): the search maximises (v + w * 2/pi * atan(s / scale)) / (1 + w), s the
+    # score head's margin for the side to move, so a side that sees the game as won or lost still plays for
+    # points (it neither gives up nor fills its own eyes). 0: off (the value alone); needs network.aux_heads.
+    score_utility: float = _float(0.0, ge=0, le=10, switch=True)
+    score_utility_scale: float = _float(10.0, gt=0, le=1000, switch=True)
 
     def search(self, visits: int) -> SearchConfig:
         """The search these params describe, stopping at `visits` root visits."""
@@ -299,6 +304,9 @@ class SelfPlayConfig(_ComputeSection):
     # komi 7.5 and white winning most early games, an unbounded calibration chose -0.2: black resigned
     # within a few moves in 90% of games and the line stopped learning.
     resign_calibration_max: float = _float(0.0, ge=-1, le=0, switch=True)
+    # No resignation before this move of a game (0: any move). The network of a young line can see the
+    # empty board as lost for one colour and resign on move 1, which leaves no positions to learn from.
+    resign_min_move: int = _int(0, ge=0, le=MAX_MOVES, switch=True)
     # Visits that grow over generations: [[generation, visits], ...], the last entry at or below g applies.
     visits_schedule: list[tuple[_Generation, _Visits]] = Field(default_factory=list, max_length=1000,
                                                                 json_schema_extra=_SWITCH)

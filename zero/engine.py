@@ -32,7 +32,7 @@ from zero.evaluator import NetworkEvaluator
 from zero.games import go_kernels as K
 from zero.games import make_game
 from zero.mcts import Search
-from zero.network import CheckpointError, init_network, load_checkpoint, pick_device
+from zero.network import CheckpointError, init_network, load_checkpoint, pick_device, search_network
 
 LCB_Z = 1.96  # the lower confidence bound of a move's winrate is a 95% Wilson bound
 PV_MOVES = 40  # longest principal variation reported for a move
@@ -58,8 +58,14 @@ class EngineConfig:
     search: SearchConfig
     symmetries: bool = True  # evaluate each leaf in a random board symmetry
     device: str = "auto"
-    resign_threshold: float = -0.9  # genmove resigns below this value (side to move's view)
+    resign_threshold: float = -0.9  # genmove resigns below this value (side to move's view)...
+    # ... only from this move of the game on (None: half the board's points, 40 on 9x9), and only once
+    # its searches have seen the value below the threshold on this many of its moves in a row.
+    resign_min_move: int | None = None
+    resign_moves: int = 3
     fast_inference: bool = False  # zero.inference's evaluation (gate.fast_inference)
+    score_utility: float = 0.0  # mcts.score_utility: the search's utility mixes in the score head
+    score_utility_scale: float = 10.0
     network: NetworkConfig = NetworkConfig()  # the shape of a freshly initialised network (no checkpoint)
 
     @classmethod
@@ -68,7 +74,8 @@ class EngineConfig:
         return cls(game=params.game, search=params.mcts.search(visits or params.gate.visits),
                    symmetries=params.mcts.symmetries, device=params.gate.device,
                    resign_threshold=params.selfplay.resign_threshold, network=params.network,
-                   fast_inference=params.gate.fast_inference)
+                   fast_inference=params.gate.fast_inference, score_utility=params.mcts.score_utility,
+                   score_utility_scale=params.mcts.score_utility_scale)
 
 
 class Engine:
@@ -109,7 +116,9 @@ class Engine:
             )
         self.game, self.game_config, self._net = game, game_config, net
         sym = game.symmetries() if self.config.symmetries else None
-        self.evaluator = NetworkEvaluator(net, sym, self.seed, self.device, fast=self.config.fast_inference)
+        searched = search_network(net, self.config.score_utility, self.config.score_utility_scale)
+        self.evaluator = NetworkEvaluator(searched, sym, self.seed, self.device, fast=self.config.fast_inference)
+        self._low = (0, 0)  # (moves of the last genmove's position, own moves in a row below resign_threshold)
         self._search: Search | None = None  # built for the game of the positions searched
         self._root: tuple[tuple[int, ...], np.ndarray] | None = None  # (moves, hashes) at the tree's root
 
@@ -178,13 +187,29 @@ class Engine:
         return s.tree.root_policy(slots)[0], float(max(root_v[0], best_q[0]))
 
     def genmove(self, position, seconds: float | None = None, resign: bool = True) -> int | None:
-        """The most visited action for the side to move in `position`, or None to resign."""
+        """The most visited action for the side to move in `position`, or None to resign.
+
+        Never in the opening (before `resign_min_move`), and only on a value that the searches of
+        `resign_moves` own moves in a row put below `resign_threshold`.
+        """
         policy, value = self.analyse(position, seconds)
-        if resign and value < self.config.resign_threshold:
+        if resign and self._resigns(position, value):
             return None
         if not policy.any():  # a finished game: nothing was searched
             return self.game.pass_action if self.game.pass_action >= 0 else None
         return int(policy.argmax())
+
+    def _resigns(self, position, value: float) -> bool:
+        """Count this move toward a resignation: True once the confirmed-loss rule holds."""
+        moves = len(position.moves)
+        if moves < self._low[0]:  # an earlier move: a new game or an undo
+            self._low = (0, 0)
+        low = self._low[1] + 1 if value < self.config.resign_threshold else 0
+        self._low = (moves, low)
+        first = self.config.resign_min_move
+        if first is None:
+            first = position.height * position.width // 2
+        return moves >= first and low >= max(1, self.config.resign_moves)
 
     def candidates(self, position) -> list[MoveInfo]:
         """The root moves searched so far from `position`, most visited first (ties: higher winrate)."""

@@ -20,7 +20,7 @@ from zero.config import SearchConfig
 from zero.evaluator import NetworkEvaluator, RolloutEvaluator
 from zero.games import Game, make_game
 from zero.gumbel import search_player
-from zero.network import init_network, load_checkpoint, pick_device, set_threads
+from zero.network import init_network, load_checkpoint, pick_device, search_network, set_threads
 from zero.stats import MatchResult, gate_status
 
 
@@ -56,6 +56,7 @@ def make_player(spec: str, params, game: Game, visits: int, seed: int = 0):
         if net.config.num_actions != game.num_actions or net.config.in_planes != game.num_planes:
             raise ValueError(f"{spec}: network is for another game or board than {params.game.tag}")
     sym = game.symmetries() if mc.symmetries else None
+    net = search_network(net, mc.score_utility, mc.score_utility_scale)
     return search_player(Path(spec).name, NetworkEvaluator(net, sym, seed, device, fast=params.gate.fast_inference),
                          mc.search(visits))
 

@@ -188,6 +188,32 @@ class ZeroNet(nn.Module):
         return logits, value, ownership, score
 
 
+class ScoreUtilityNet(nn.Module):
+    """A ZeroNet whose value is the search's utility: (v + w * 2/pi * atan(s / scale)) / (1 + w).
+
+    v is the value head, s the score head's margin in points (both the side to move's), w the weight
+    (mcts.score_utility). The utility stays in [-1, 1], so the search's constants, its first-play urgency
+    and the resign statistic keep their ranges. Same call as ZeroNet: (logits [B, A], utility [B]).
+    """
+
+    def __init__(self, net: ZeroNet, weight: float, scale: float):
+        super().__init__()
+        if not net.config.aux_heads:
+            raise ValueError("mcts.score_utility needs a network with the score head (network.aux_heads)")
+        self.net, self.weight, self.scale = net, float(weight), float(scale)
+        self.config = net.config
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits, value, _, score = self.net.forward_aux(x)
+        score_term = torch.atan(score.float() / self.scale) * (2.0 / math.pi)
+        return logits, (value.float() + self.weight * score_term) / (1.0 + self.weight)
+
+
+def search_network(net: ZeroNet, score_utility: float = 0.0, scale: float = 10.0) -> nn.Module:
+    """The network as the search evaluates it: `net` itself, or its ScoreUtilityNet with a weight above 0."""
+    return ScoreUtilityNet(net, score_utility, scale) if score_utility > 0 else net
+
+
 def net_config_for(params, game) -> NetConfig:
     """The NetConfig a params file asks for, shaped to a game."""
     net = params.network

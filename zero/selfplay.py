@@ -19,7 +19,7 @@ from zero.config import SearchConfig, SelfPlayConfig
 from zero.evaluator import NetworkEvaluator
 from zero.games import Game, make_game
 from zero.gumbel import search_player
-from zero.network import load_checkpoint, pick_device, set_threads
+from zero.network import load_checkpoint, pick_device, search_network, set_threads
 from zero.shards import SHARD_FORMAT, Shard, shard_summary, write_shard
 
 
@@ -37,6 +37,7 @@ def play_games(game: Game, evaluator, selfplay: SelfPlayConfig, search: SearchCo
     player = search_player("self-play", evaluator, search, noise=True, reuse_tree=selfplay.reuse_tree,
                            playout_cap=cap, groups=selfplay.search_groups)
     rules = ArenaRules(sample_moves=selfplay.temperature_moves, resign_threshold=selfplay.resign_threshold,
+                       resign_min_move=selfplay.resign_min_move,
                        playout_share=selfplay.resign_playout_share, record=True, final_board=final_board)
     return play_arena(game, player, player, num_games, seed, selfplay.concurrent_games, rules,
                       progress=progress, deadline=deadline).records
@@ -108,6 +109,7 @@ def play_shard(params, checkpoint: str | Path, out_path: str | Path, seed: int,
     device = pick_device(params.selfplay.device)
     net = load_network(checkpoint, device) if load_network else load_checkpoint(checkpoint, device)[0]
     torch.manual_seed(seed)
+    net = search_network(net, params.mcts.score_utility, params.mcts.score_utility_scale)
     evaluator = NetworkEvaluator(net, game.symmetries() if params.mcts.symmetries else None,
                                  seed=seed, device=device, half=params.selfplay.half_precision,
                                  fast=params.selfplay.fast_inference)
