@@ -10,7 +10,7 @@
 #   make compare SPEC=...          recipes at equal compute: their lines' networks in one Elo pool
 #   make test-fast                 the tests not marked slow (a few minutes)
 #
-# Other targets: install, up, down, serve, repro, loop, ship, mlflow-ui, where, check, clean-runs.
+# Other targets: install, up, down, serve, repro, loop, record, ship, mlflow-ui, where, check, clean-runs.
 # Nothing listens beyond 127.0.0.1; PREFECT_HOME, the MLflow database and the DVC remote live in this directory.
 
 SHELL := /bin/bash
@@ -40,7 +40,7 @@ export DVC_NO_ANALYTICS := 1
 export DO_NOT_TRACK := 1
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help install gnugo run up down serve check where repro loop campaign ship ladder compare mlflow-ui test test-fast clean-runs
+.PHONY: help install gnugo run up down serve check where repro loop campaign record ship ladder compare mlflow-ui test test-fast clean-runs
 
 help:
 	@sed -n '3,15p' Makefile | sed 's/^# \{0,1\}//'
@@ -100,6 +100,16 @@ LINE ?= go-9
 campaign: install up
 	@$(BIN)/python -m flows.serve check campaigns/$(LINE).yaml
 	$(BIN)/prefect deployment run zero-loop/local --param params_file=campaigns/$(LINE).yaml --param ship=true
+
+# Generations made elsewhere by flows.standalone (a GPU machine without the servers), copied into gens/:
+# zero-loop over the same params file records each in DVC, MLflow and the registry, playing nothing again.
+# OVERRIDES: the section.key=value settings they were made with, if any, space-separated.
+OVERRIDES ?=
+record: check up
+	@n=$$($(BIN)/python -m flows.standalone pending $(PARAMS)); echo "$$n generation(s) of $(PARAMS) to record"; \
+	if [ "$$n" -gt 0 ]; then $(BIN)/prefect deployment run zero-loop/local --param params_file=$(PARAMS) \
+		--param generations=$$n --param overrides="$$($(BIN)/python -c 'import json,sys; print(json.dumps(sys.argv[1:]))' $(OVERRIDES))" \
+		--watch --watch-interval 10; fi
 
 # The workspace's champion of campaigns/$(LINE).yaml to models/$(LINE).pt with its lineage models/$(LINE).json.
 ship: install

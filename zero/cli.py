@@ -239,10 +239,19 @@ def cmd_match(args) -> int:
     return 0
 
 
+# An engine's search evaluates this many leaves of its one tree per network call (zero.virtual_loss).
+LEAF_BATCH = 8
+
+
+def _leaf_batched(params, leaf_batch: int):
+    """The params with mcts.leaf_batch set: an engine's single-game search, several leaves a network call."""
+    return params.model_copy(update={"mcts": params.mcts.model_copy(update={"leaf_batch": leaf_batch})})
+
+
 def cmd_gtp(args) -> int:
     from zero.gtp import run_gtp
 
-    params = _params(args)
+    params = _leaf_batched(_params(args), args.leaf_batch)
     return run_gtp(params, _model_or_shipped(params, args.model), args.visits, sys.stdin, sys.stdout) or 0
 
 
@@ -250,7 +259,7 @@ def cmd_play(args) -> int:
     from zero.games import make_game
     from zero.play import run_play
 
-    params = _params(args)
+    params = _leaf_batched(_params(args), args.leaf_batch)
     model = _model_or_shipped(params, args.model)
     if model is not None:
         _check_model(params, make_game(params.game), model)
@@ -401,11 +410,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("gtp", parents=[common], help="GTP v2 engine on stdin/stdout")
     p.add_argument("--model", default=None)
     p.add_argument("--visits", type=_count(MAX_VISITS), default=None)
+    p.add_argument("--leaf-batch", type=_count(256), default=LEAF_BATCH,
+                   help=f"leaves evaluated per network call, under virtual loss (default {LEAF_BATCH}; 1: one)")
     p.set_defaults(fn=cmd_gtp)
 
     p = sub.add_parser("play", parents=[common], help="play against the engine in the terminal")
     p.add_argument("--model", default=None)
     p.add_argument("--visits", type=_count(MAX_VISITS), default=None)
+    p.add_argument("--leaf-batch", type=_count(256), default=LEAF_BATCH,
+                   help=f"leaves evaluated per network call, under virtual loss (default {LEAF_BATCH}; 1: one)")
     p.add_argument("--color", type=_colour, default="black", help="your colour: black or white")
     p.set_defaults(fn=cmd_play)
 

@@ -219,6 +219,8 @@ class SearchConfig:
     root: "puct", or "gumbel" for the Gumbel root search of zero.gumbel (Danihelka et al. 2022).
     gumbel_considered: the m actions Gumbel search samples at the root and halves down.
     gumbel_c_visit, gumbel_c_scale: sigma(q) = (c_visit + max_b N(b)) * c_scale * q, q in [0, 1].
+    leaf_batch: leaves each slot selects per round under virtual loss (zero.virtual_loss), for searches
+        without root noise; 1: one leaf a round, the paper's search.
     """
 
     visits: int
@@ -232,6 +234,7 @@ class SearchConfig:
     gumbel_considered: int = 16
     gumbel_c_visit: float = 50.0
     gumbel_c_scale: float = 1.0
+    leaf_batch: int = 1
 
 
 class MCTSConfig(_Section):
@@ -257,6 +260,10 @@ class MCTSConfig(_Section):
     # points (it neither gives up nor fills its own eyes). 0: off (the value alone); needs network.aux_heads.
     score_utility: float = _float(0.0, ge=0, le=10, switch=True)
     score_utility_scale: float = _float(10.0, gt=0, le=1000, switch=True)
+    # Leaves a search selects per round under virtual loss (zero.virtual_loss) where it has no root noise
+    # (matches, the ladder, zero gtp and zero play): more visits a second for one game, at some strength
+    # per visit. 1: one leaf a round (the paper's search).
+    leaf_batch: int = _int(1, ge=1, le=256, switch=True)
 
     def search(self, visits: int) -> SearchConfig:
         """The search these params describe, stopping at `visits` root visits."""
@@ -264,7 +271,7 @@ class MCTSConfig(_Section):
                             dirichlet_weight=self.dirichlet_weight, dirichlet_alpha=self.dirichlet_alpha,
                             forced_playouts_k=self.forced_playouts_k, root=self.root,
                             gumbel_considered=self.gumbel_considered, gumbel_c_visit=self.gumbel_c_visit,
-                            gumbel_c_scale=self.gumbel_c_scale)
+                            gumbel_c_scale=self.gumbel_c_scale, leaf_batch=self.leaf_batch)
 
 
 class _ComputeSection(_Section):

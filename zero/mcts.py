@@ -431,6 +431,26 @@ class Search:
         except StopIteration:
             return
 
+    def _virtual_round(self, batch, active: np.ndarray, per_slot: np.ndarray, fpu_value: float):
+        """One round of up to per_slot[i] leaves per slot under virtual loss (zero.virtual_loss), as a
+        generator step of `_rounds`: yields the leaves, is sent their (priors, values), backs them up."""
+        from zero.virtual_loss import select_virtual, undo_virtual
+
+        t, c = self.tree, self.config
+        rows = int(per_slot.sum())
+        paths = np.zeros((rows, self._paths.shape[1]), np.int32)
+        depth, leaves, row_slot = (np.zeros(rows, np.int32) for _ in range(3))
+        n = select_virtual(t.N, t.W, t.P, t.child, t.parent, t.action, t.expanded, t.terminal, t.value,
+                           t.num_nodes, active, per_slot, float(c.c_puct), float(c.fpu_reduction), fpu_value,
+                           paths, depth, leaves, row_slot)
+        paths, depth, leaves, row_slot = paths[:n], depth[:n], leaves[:n], row_slot[:n]
+        inputs = self.game.leaf_inputs(batch, row_slot, paths, depth, want_planes=self.evaluator.needs_planes)
+        priors, values = yield row_slot, paths, depth, inputs
+        self.evaluations += int(np.isnan(inputs.terminal_value).sum())
+        undo_virtual(t.N, t.W, t.parent, t.action, row_slot, leaves, n)
+        _expand_backup(t.N, t.W, t.P, t.parent, t.action, t.expanded, t.terminal, t.value,
+                       row_slot, leaves, priors, values, inputs.legal, inputs.terminal_value)
+
     def run_groups(self, batch, groups: list[tuple]) -> None:
         """Search disjoint groups of slots, each as `run(batch, slots, noise_rngs, visits)` would, with
         one group's network call in flight while the next group's leaves are selected and backed up.
@@ -492,6 +512,11 @@ class Search:
             active = slots[~done]
             if len(active) == 0:
                 return
+            if c.leaf_batch > 1 and root_actions is None and noise_rngs is None:
+                remaining = (target if np.ndim(target) == 0 else target[~done]) - t.root_visits(active)
+                per_slot = np.clip(remaining, 1, c.leaf_batch).astype(np.int32)
+                yield from self._virtual_round(batch, active, per_slot, fpu_value)
+                continue
             L = len(active)
             paths, depth, leaves = paths_buf[:L], depth_buf[:L], leaves_buf[:L]
             forced = np.full(L, -1, np.int32) if root_actions is None else np.asarray(root_actions(active), np.int32)
