@@ -116,9 +116,15 @@ def _check_player(params, game, spec: str) -> int:
         if params.game.name != "go":
             raise UsageError(f"player {spec!r}: GTP engines play Go, but the params are for {params.game.tag}")
         return 0
-    if spec != "init":
-        _check_model(params, game, spec)
-    return -1  # the match's visits
+    from zero.match import split_options
+
+    try:
+        path, options = split_options(spec)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if path != "init":
+        _check_model(params, game, path)
+    return options.get("v", -1)  # -1: the match's visits
 
 
 def shipped_model(params) -> Path | None:

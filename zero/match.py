@@ -30,15 +30,36 @@ from zero.stats import MatchResult, gate_status
 ROLLOUT_C_PUCT = 3.0
 
 
+def split_options(spec: str) -> tuple[str, dict]:
+    """`models/go-9.pt@lb8@v300` -> ("models/go-9.pt", {"lb": 8, "v": 300}): a network player's own leaf
+    batch (lb, 1 to 256) and visits a move (v, 1 to 100,000). ValueError names a bad option."""
+    path, *parts = spec.split("@")
+    options = {}
+    for part in parts:
+        key = "lb" if part.startswith("lb") else "v" if part.startswith("v") else None
+        value = part[len(key or ""):]
+        top = 256 if key == "lb" else 100_000
+        if key is None or not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= top:
+            raise ValueError(f"player {spec!r}: {part!r} is not an option (@lb<1-256> leaf batch, @v<N> visits)")
+        options[key] = int(value)
+    return path, options
+
+
 def make_player(spec: str, params, game: Game, visits: int, seed: int = 0):
     """A player from a spec.
 
     Specs: a checkpoint path; `init` (a freshly initialised network); `random`;
     `mcts:<rollouts>` (pure MCTS: random rollouts, every move tried once before
     any twice); `gtp:<command line>`
-    (an external GTP engine such as `gtp:gnugo --mode gtp --level 1`).
+    (an external GTP engine such as `gtp:gnugo --mode gtp --level 1`). A network's
+    spec may end in `@lb<N>` (its search evaluates N leaves a call, mcts.leaf_batch) and
+    `@v<N>` (its own visits a move): `models/go-9.pt@lb8@v300` against `models/go-9.pt`.
     """
-    mc = params.mcts
+    mc, name = params.mcts, Path(spec).name
+    if not spec.startswith(("gtp:", "mcts:")) and "@" in spec:
+        spec, options = split_options(spec)
+        mc = mc.model_copy(update={"leaf_batch": options.get("lb", mc.leaf_batch)})
+        visits = options.get("v", visits)
     if spec.startswith("gtp:"):
         from zero.gtp_player import GtpPlayer
 
@@ -57,7 +78,7 @@ def make_player(spec: str, params, game: Game, visits: int, seed: int = 0):
             raise ValueError(f"{spec}: network is for another game or board than {params.game.tag}")
     sym = game.symmetries() if mc.symmetries else None
     net = search_network(net, mc.score_utility, mc.score_utility_scale)
-    return search_player(Path(spec).name, NetworkEvaluator(net, sym, seed, device, fast=params.gate.fast_inference),
+    return search_player(name, NetworkEvaluator(net, sym, seed, device, fast=params.gate.fast_inference),
                          mc.search(visits))
 
 
