@@ -21,24 +21,26 @@ import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import psutil
+
 # Flow runs in these states have a process that should be alive.
 LIVE_STATES = ("PENDING", "RUNNING", "CANCELLING")
 
 
 def _boot_id() -> str:
+    """The machine's boot time in whole seconds (psutil, on every platform): another value is another boot."""
     try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
+        return str(int(psutil.boot_time()))
+    except (OSError, RuntimeError):
         return ""
 
 
-def _start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat), None if no such pid."""
+def _start_ticks(pid: int) -> float | None:
+    """The process's start time (seconds since the epoch, to the hundredth), None if no such pid."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        return round(psutil.Process(pid).create_time(), 2)
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError, ValueError):
         return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class ProcessId:
     host: str
     boot_id: str
     pid: int
-    start: int | None
+    start: float | None
 
     @classmethod
     def of(cls, pid: int | None = None) -> "ProcessId":
@@ -66,12 +68,12 @@ class ProcessId:
         """True if provably dead, False if alive, None if it cannot be told from this host."""
         if self.host != socket.gethostname():
             return None
-        if self.boot_id and self.boot_id != _boot_id():
+        if self.boot_id and _rebooted(self.boot_id, _boot_id()):
             return True  # the machine rebooted since
         now = _start_ticks(self.pid)
         if now is None:
             return True
-        if self.start is not None and now != self.start:
+        if self.start is not None and abs(float(now) - float(self.start)) > 0.05:
             return True  # the pid belongs to another process now
         return _zombie(self.pid)
 
@@ -79,11 +81,19 @@ class ProcessId:
         return f"pid {self.pid} on {self.host}"
 
 
+def _rebooted(recorded: str, now: str) -> bool:
+    """Boot times more than two seconds apart (a clock step may move the reading by one)."""
+    try:
+        return abs(float(recorded) - float(now)) > 2
+    except ValueError:
+        return recorded != now
+
+
 def _zombie(pid: int) -> bool:
     """A killed child its parent has not reaped yet is dead, though its pid still exists."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except OSError:
+        return psutil.Process(pid).status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
         return True
 
 

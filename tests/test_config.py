@@ -1,8 +1,12 @@
 """params.yaml: sections, overrides, and refusals that name the field."""
 
+from pathlib import Path
+
 import pytest
 
 from zero.config import ConfigError, load_params
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_defaults_are_9x9_go_b6c64():
@@ -86,3 +90,21 @@ def test_each_switch_enters_the_params_hash(override):
 def test_bad_switch_values_name_the_field(override, field):
     with pytest.raises(ConfigError, match=field):
         load_params(None, [override])
+
+
+def test_a_key_given_twice_is_refused_naming_the_key_and_both_lines(tmp_path):
+    path = tmp_path / "dup.yaml"
+    path.write_text("game:\n  name: go\nselfplay:\n  visits: 10\ntrain:\n  steps: 5\nselfplay:\n  visits: 20\n")
+    with pytest.raises(ConfigError, match=r"duplicate key 'selfplay': first on line 3, again on line 7"):
+        load_params(path)
+    path.write_text("selfplay:\n  visits: 10\n  visits: 20\n")
+    with pytest.raises(ConfigError, match=r"duplicate key 'visits'"):
+        load_params(path)
+
+
+@pytest.mark.parametrize("name", sorted(
+    [p.name for p in REPO_ROOT.glob("params*.yaml")] + [f"campaigns/{p.name}" for p in (REPO_ROOT / "campaigns").glob("*.yaml")]
+))
+def test_every_params_and_campaign_file_in_the_repository_is_valid(name):
+    params = load_params(REPO_ROOT / name)
+    assert params.digest()

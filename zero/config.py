@@ -43,7 +43,24 @@ class ConfigError(ValueError):
 
 
 class _YamlLoader(yaml.SafeLoader):
-    """SafeLoader that also reads YAML 1.2 floats without a dot (`1e-4`, `1e20`) as numbers, not strings."""
+    """SafeLoader that also reads YAML 1.2 floats without a dot (`1e-4`, `1e20`) as numbers, not strings,
+    and refuses a key given twice in one mapping (plain YAML keeps the last: a second `selfplay:` section
+    would silently replace the first)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: the base class names it
+                break
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}: first on line {first + 1}, again on line "
+                    f"{key_node.start_mark.line + 1}", key_node.start_mark)
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
 
 
 _YamlLoader.add_implicit_resolver(
