@@ -7,7 +7,7 @@ import pytest
 
 from zero.config import load_params
 from zero.games import make_game
-from zero.gtp_player import GtpEngineError, GtpPlayer
+from zero.gtp_player import GtpEngineError, GtpPlayer, GtpProcess
 from zero.arena import RandomPlayer
 from zero.match import make_player, run_match
 
@@ -63,3 +63,22 @@ def test_gnugo_plays_whole_games_and_beats_random_as_white():
     assert all(len(r.moves) > 20 for r in out.records)
     as_white = [r for r in out.records if r.index % 2 == 1]
     assert all(r.result == -1 for r in as_white), [r.result_text() for r in out.records]
+
+
+def _script(body: str) -> str:
+    return f'{sys.executable} -c "{body}"'
+
+
+def test_an_engine_that_hangs_is_stopped_with_its_last_stderr_lines():
+    hang = GtpProcess(_script("import sys, time; print('loading weights', file=sys.stderr, flush=True); "
+                              "sys.stdin.readline(); time.sleep(60)"), timeout=1.0)
+    with pytest.raises(GtpEngineError, match=r"did not answer 'name' within 1 s(.|\n)*loading weights"):
+        hang.send("name")
+    assert hang.proc.wait(timeout=5) is not None  # stopped, not left running
+
+
+def test_an_engine_that_dies_mid_reply_is_named_with_its_stderr():
+    dies = GtpProcess(_script("import sys; sys.stdin.readline(); print('= half', flush=True); "
+                              "print('segfault in genmove', file=sys.stderr, flush=True); sys.exit(3)"))
+    with pytest.raises(GtpEngineError, match=r"closed while answering 'genmove b'(.|\n)*segfault in genmove"):
+        dies.send("genmove b")

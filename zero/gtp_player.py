@@ -7,8 +7,12 @@ itself (`genmove` already plays them) are not sent again. Go only.
 
 from __future__ import annotations
 
+import collections
+import queue
 import shlex
 import subprocess
+import threading
+import time
 
 import numpy as np
 
@@ -22,31 +26,57 @@ class GtpEngineError(RuntimeError):
 
 
 class GtpProcess:
-    """A GTP engine in a child process; `send` returns the response text of one command."""
+    """A GTP engine in a child process; `send` returns the response text of one command.
 
-    def __init__(self, command: str):
-        self.command = command
+    A reply that does not come within `timeout` seconds ends the engine with a GtpEngineError; every error
+    shows the last lines the engine wrote to its stderr (kept by a reader thread, never left to fill a pipe).
+    """
+
+    STDERR_LINES = 20
+
+    def __init__(self, command: str, timeout: float = 120.0):
+        self.command, self.timeout = command, timeout
         try:
             self.proc = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, text=True, bufsize=1)
+                                         stderr=subprocess.PIPE, text=True, bufsize=1)
         except OSError as e:
             raise GtpEngineError(f"cannot start GTP engine {command!r}: {e.strerror}") from None
+        self._stderr: collections.deque[str] = collections.deque(maxlen=self.STDERR_LINES)
+        self._lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._drain, args=(self.proc.stdout, self._lines.put), daemon=True).start()
+        threading.Thread(target=self._drain, args=(self.proc.stderr, self._stderr.append), daemon=True).start()
+
+    @staticmethod
+    def _drain(stream, keep) -> None:
+        for line in stream:
+            keep(line)
+        keep("")  # end of stream
+
+    def _error(self, what: str) -> GtpEngineError:
+        tail = "".join(line for line in self._stderr if line)
+        return GtpEngineError(f"GTP engine {self.command!r} {what}" + (
+            f"; its last stderr lines:\n{tail.rstrip()}" if tail.strip() else "; it wrote nothing to stderr"))
 
     def send(self, line: str) -> str:
         try:
             self.proc.stdin.write(line + "\n")
             self.proc.stdin.flush()
-            lines = []
-            while True:
-                out = self.proc.stdout.readline()
-                if out == "":
-                    raise GtpEngineError(f"GTP engine {self.command!r} closed while answering {line!r}")
-                if out.strip() == "" and lines:
-                    break
-                if out.strip():
-                    lines.append(out.rstrip("\n"))
-        except BrokenPipeError:
-            raise GtpEngineError(f"GTP engine {self.command!r} is gone (sending {line!r})") from None
+        except (BrokenPipeError, OSError):
+            raise self._error(f"is gone (sending {line!r})") from None
+        deadline = time.monotonic() + self.timeout
+        lines = []
+        while True:
+            try:
+                out = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                self.proc.kill()
+                raise self._error(f"did not answer {line!r} within {self.timeout:g} s and was stopped") from None
+            if out == "":
+                raise self._error(f"closed while answering {line!r}")
+            if out.strip() == "" and lines:
+                break
+            if out.strip():
+                lines.append(out.rstrip("\n"))
         text = "\n".join(lines)
         if text.startswith("?"):
             raise GtpEngineError(f"GTP engine {self.command!r} refused {line!r}: {text[1:].strip()}")
