@@ -170,7 +170,7 @@ def zero_generation(
 def run_generation(root: Path, params, generation: int | None = None) -> dict:
     """The steps of one generation, in order, under the line's lock; then the optional ladder."""
     from flows import tracking
-    from flows.ladder import machine_compute
+    from flows.compute import machine_compute
 
     log = get_run_logger()
     ws = Workspace(root)
@@ -204,7 +204,7 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         record = tracking.generation_record(facts, tag, champ, selfplay, trained, gate, data, run_id, **promoted,
                                             seconds=time.time() - started)
         made = standalone.made_here(gen)  # made by flows.standalone elsewhere: its compute, not this run's
-        record["compute"] = made["compute"] if made else machine_compute(record["seconds"], params.pipeline.num_gpus)
+        record["compute"] = made["compute"] if made else machine_compute(record["seconds"], params)
         if made:
             record["standalone"] = {k: made[k] for k in ("host", "finished_at")}
         record["recipe"] = recipe

@@ -19,7 +19,6 @@ zero-generation when `ladder.enabled` is set, or by hand: `python -m flows.ladde
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -46,17 +45,6 @@ def compute_of(record: dict) -> dict:
         return c
     return {"device": "cpu", "cores": 1, "gpus": 0, "wall_s": record.get("seconds", 0.0),
             "core_hours": record.get("seconds", 0.0) / 3600, "gpu_hours": 0.0, "estimated": True}
-
-
-def machine_compute(seconds: float, num_gpus: float = 0) -> dict:
-    """The compute record of a run of `seconds` on this machine (cores this process may use)."""
-    import torch
-
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    return {"device": "cuda" if gpus else "cpu", "cores": cores, "gpus": gpus, "wall_s": round(seconds, 1),
-            "core_hours": round(seconds * cores / 3600, 4), "gpu_hours": round(seconds * gpus / 3600, 4),
-            "gpu_name": torch.cuda.get_device_name(0) if gpus else None}
 
 
 def line_players(ws: Workspace, tag: str) -> dict:

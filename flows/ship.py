@@ -34,7 +34,7 @@ def _run_summary(ws: Workspace, tag: str) -> tuple[list[dict], dict]:
         r = json.loads(gen.record_file.read_text())
         gate = r["gate"]
         gens.append({
-            "generation": g, "passed": gate["passed"],
+            "generation": g, "passed": gate["passed"], "promoted": gate.get("promoted", gate["passed"]),
             "gate": f"{gate['wins']}-{gate['losses']}-{gate['draws']}", "gate_win_rate": round(gate["win_rate"], 4),
             "gate_elo": gate["elo"], "gate_elo_low": gate["elo_low"], "gate_elo_high": gate["elo_high"],
             "games": r["selfplay"]["games"], "positions": r["selfplay"]["positions"],
@@ -44,6 +44,7 @@ def _run_summary(ws: Workspace, tag: str) -> tuple[list[dict], dict]:
             "sha256": r["train"]["sha256"], "ladder": r.get("ladder"),
         })
     totals = {"generations": len(gens), "passed": sum(x["passed"] for x in gens),
+              "promoted": sum(x["promoted"] for x in gens),
               "games": sum(x["games"] for x in gens), "positions": sum(x["positions"] for x in gens)}
     by_hw: dict[str, dict] = {}
     for x in gens:
@@ -58,7 +59,7 @@ def _run_summary(ws: Workspace, tag: str) -> tuple[list[dict], dict]:
 
 
 def _add_totals(a: dict, b: dict) -> dict:
-    out = {k: a.get(k, 0) + b.get(k, 0) for k in ("generations", "passed", "games", "positions")}
+    out = {k: a.get(k, 0) + b.get(k, 0) for k in ("generations", "passed", "promoted", "games", "positions")}
     compute = {k: dict(v) for k, v in a.get("compute", {}).items()}
     for k, v in b.get("compute", {}).items():
         h = compute.setdefault(k, {"wall_hours": 0.0, "core_hours": 0.0, "gpu_hours": 0.0})

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import resource
 import sys
@@ -28,6 +27,7 @@ import time
 from pathlib import Path
 
 from flows import stages
+from flows.compute import compute_record, used_gpus
 from flows.layout import Generation, LineError, Workspace, write_json
 
 MARK = "standalone.json"
@@ -37,25 +37,6 @@ def _cpu_seconds() -> float:
     """CPU time of this process and of its finished children (the stages' worker processes)."""
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-def used_gpus(params) -> int:
-    """1 when a stage of `params` runs on CUDA here (the stages use one device), else 0."""
-    import torch
-
-    wants = {params.selfplay.device, params.train.device, params.gate.device}
-    return int(torch.cuda.is_available() and bool(wants & {"cuda", "auto"}))
-
-
-def compute_record(wall_s: float, cpu_s: float, gpus: int) -> dict:
-    """What a run used: wall time, the cores it could use, the CPU time it took, GPU-hours where a GPU worked."""
-    import torch
-
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return {"device": "cuda" if gpus else "cpu", "cores": cores, "gpus": gpus, "wall_s": round(wall_s, 1),
-            "cpu_s": round(cpu_s, 1), "core_hours": round(wall_s * cores / 3600, 4),
-            "cpu_hours": round(cpu_s / 3600, 4), "gpu_hours": round(wall_s * gpus / 3600, 4),
-            "gpu_name": torch.cuda.get_device_name(0) if gpus else None}
 
 
 def made_here(gen: Generation) -> dict | None:
@@ -113,7 +94,7 @@ def run(root: Path, params, generations: int | None = None, minutes: float | Non
         champion = stages.champion(gen)
         last_s = time.time() - started
         record = {"generation": g, "host": platform.node(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                  "compute": compute_record(last_s, _cpu_seconds() - cpu0, used_gpus(gparams)),
+                  "compute": compute_record(last_s, used_gpus(gparams), _cpu_seconds() - cpu0),
                   "recipe": recipe, "games": sum(s["games"] for s in shards),
                   "positions": sum(s["positions"] for s in shards),
                   "nn_evals": sum(s.get("nn_evals", 0) for s in shards),

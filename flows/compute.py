@@ -1,0 +1,34 @@
+"""What a run used: wall time, the cores it could use, CPU time where measured, GPU-hours only where a GPU
+did the work. The record every generation, ladder and standalone run keeps (`compute` in their JSON)."""
+
+from __future__ import annotations
+
+import os
+
+
+def used_gpus(params) -> int:
+    """1 when a stage of `params` runs its network on CUDA here (a stage uses one device), else 0."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return 0
+    wants = {params.selfplay.device, params.train.device, params.gate.device}
+    return int(any(d == "auto" or d.startswith("cuda") for d in wants))
+
+
+def compute_record(wall_s: float, gpus: int = 0, cpu_s: float | None = None) -> dict:
+    """The compute of a run of `wall_s` seconds on this machine, `gpus` of its GPUs doing work."""
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    out = {"device": "cuda" if gpus else "cpu", "cores": cores, "gpus": gpus, "wall_s": round(wall_s, 1),
+           "core_hours": round(wall_s * cores / 3600, 4), "gpu_hours": round(wall_s * gpus / 3600, 4),
+           "gpu_name": torch.cuda.get_device_name(0) if gpus else None}
+    if cpu_s is not None:
+        out.update(cpu_s=round(cpu_s, 1), cpu_hours=round(cpu_s / 3600, 4))
+    return out
+
+
+def machine_compute(seconds: float, params=None) -> dict:
+    """The compute record of a flow's run of `seconds`: GPU-hours only where its params put a stage on a GPU."""
+    return compute_record(seconds, used_gpus(params) if params is not None else 0)
