@@ -328,8 +328,8 @@ class SelfPlayConfig(_ComputeSection):
     # komi 7.5 and white winning most early games, an unbounded calibration chose -0.2: black resigned
     # within a few moves in 90% of games and the line stopped learning.
     resign_calibration_max: float = _float(0.0, ge=-1, le=0, switch=True)
-    # No resignation before this move of a game (0: any move). The network of a young line can see the
-    # empty board as lost for one colour and resign on move 1, which leaves no positions to learn from.
+    # No resignation before this move of a self-play or gate game (0: any move). The network of a young
+    # line can see the empty board as lost for one colour and resign on move 1, leaving nothing to learn.
     resign_min_move: int = _int(0, ge=0, le=MAX_MOVES, switch=True)
     # Visits that grow over generations: [[generation, visits], ...], the last entry at or below g applies.
     visits_schedule: list[tuple[_Generation, _Visits]] = Field(default_factory=list, max_length=1000,

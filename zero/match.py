@@ -98,7 +98,7 @@ class MatchGames:
 def run_match(game: Game, a, b, num_games: int, seed: int, concurrent: int = 64, opening_moves: int = 6,
               resign_threshold: float = -1.0, stop_early: tuple[int, float] | None = None,
               first_index: int = 0, openings: list[list[int]] | None = None, progress=None,
-              stop: Callable[[int, int, int], bool] | None = None) -> MatchGames:
+              stop: Callable[[int, int, int], bool] | None = None, resign_min_move: int = 0) -> MatchGames:
     """Play `num_games` games between players a and b in the arena (zero.arena.play_arena).
 
     Args:
@@ -112,10 +112,11 @@ def run_match(game: Game, a, b, num_games: int, seed: int, concurrent: int = 64,
             and seeds follow the global index, so shards of a match compose).
         stop: in place of stop_early, any rule stop(wins, losses, draws) -> bool checked
             before each new game (a gate played in parts: gate_stop over all parts' tallies).
+        resign_min_move: no resignation before this move (selfplay.resign_min_move).
     """
     if stop is None and stop_early is not None:
         stop = functools.partial(gate_decided, *stop_early)
-    rules = ArenaRules(sample_moves=opening_moves, resign_threshold=resign_threshold)
+    rules = ArenaRules(sample_moves=opening_moves, resign_threshold=resign_threshold, resign_min_move=resign_min_move)
     out = play_arena(game, a, b, num_games, seed, concurrent, rules, first_index=first_index, openings=openings,
                      stop=stop, progress=progress)
     return MatchGames(MatchResult(wins=out.wins, losses=out.losses, draws=out.draws), out.records)
@@ -138,7 +139,8 @@ def play_match(params, a: str, b: str, num_games: int, seed: int, sgf_dir: str |
     pb = make_player(b, params, game, visits, seed + 1)
     stop_early = (num_games, g.threshold) if sequential else None
     out = run_match(game, pa, pb, num_games, seed, g.concurrent_games, g.opening_moves,
-                    params.selfplay.resign_threshold, stop_early, first_index, progress=progress, stop=stop)
+                    params.selfplay.resign_threshold, stop_early, first_index, progress=progress, stop=stop,
+                    resign_min_move=params.selfplay.resign_min_move)
     if sgf_dir is not None:
         write_sgfs(out.records, params.game, sgf_dir, "match", event="match")
     return out.result
