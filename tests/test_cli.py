@@ -66,3 +66,14 @@ def test_corrupt_shard_in_training_is_named(tmp_path):
     proc = run("train", "--init", "g0.pt", "--data", "broken.npz", "--out", "g1.pt", cwd=tmp_path, check=False)
     assert proc.returncode == 2 and "broken.npz" in proc.stderr
     assert not (tmp_path / "g1.pt").exists()
+
+
+def test_without_the_shipped_champion_a_line_that_ships_one_refuses_instead_of_playing_at_random(
+        tmp_path, monkeypatch, capsys):
+    """An install without the repository's models/ (not editable) must not play a random 9x9 network."""
+    import zero.cli as cli
+
+    monkeypatch.setattr(cli, "MODELS_DIR", tmp_path / "models")
+    assert cli.main(["play", "--set", "game.size=9"]) == 2
+    err = capsys.readouterr().err
+    assert "the shipped champion for go-9 is not at" in err and "--model" in err

@@ -127,9 +127,14 @@ def _check_player(params, game, spec: str) -> int:
     return options.get("v", -1)  # -1: the match's visits
 
 
+# The lines whose champion the repository ships in models/ (a run without it would play a random network).
+SHIPPED_LINES = frozenset({"go-9", "gomoku-6x6x4"})
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+
+
 def shipped_model(params) -> Path | None:
     """The trained champion shipped for the params' game and board (models/<tag>.pt), if there is one."""
-    path = Path(__file__).resolve().parent.parent / "models" / f"{params.game.tag}.pt"
+    path = MODELS_DIR / f"{params.game.tag}.pt"
     return path if path.is_file() else None
 
 
@@ -138,6 +143,10 @@ def _model_or_shipped(params, model: str | None) -> str | None:
     if model is not None:
         return model
     shipped = shipped_model(params)
+    if shipped is None and params.game.tag in SHIPPED_LINES:
+        raise UsageError(
+            f"the shipped champion for {params.game.tag} is not at {MODELS_DIR / (params.game.tag + '.pt')} (an "
+            f"install without the repository's models/ folder): pass --model FILE")
     if shipped is None:
         print(f"zero: no model given and none shipped for {params.game.tag}: playing a freshly initialised network",
               file=sys.stderr)
