@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from zero.ratings import ELO, Pairing, fit_ratings
+from zero.ratings import ELO, Pairing, RatingError, fit_ratings
 
 
 def test_two_players_match_the_closed_form():
@@ -50,3 +50,10 @@ def test_repeated_pairings_are_summed():
     split = fit_ratings([Pairing("a", "b", 10, 5), Pairing("b", "a", 5, 10)], anchor=("b", 0))
     whole = fit_ratings([Pairing("a", "b", 20, 10)], anchor=("b", 0))
     assert split["a"].elo == pytest.approx(whole["a"].elo)
+
+
+def test_a_fit_that_does_not_converge_says_so_instead_of_returning_its_last_step():
+    pairs = [Pairing("a", "b", 30, 10, 0), Pairing("b", "c", 25, 15, 0), Pairing("a", "c", 35, 5, 0)]
+    assert set(fit_ratings(pairs, ("a", 0.0))) == {"a", "b", "c"}
+    with pytest.raises(RatingError, match="did not converge in 1 Newton steps"):
+        fit_ratings(pairs, ("a", 0.0), max_iter=1)

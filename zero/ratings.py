@@ -84,6 +84,10 @@ def _components(players: list[str], pairs: dict) -> list[set[str]]:
     return out
 
 
+class RatingError(RuntimeError):
+    """The maximum-likelihood fit did not converge: no ratings are better than wrong ones."""
+
+
 def fit_ratings(results: Iterable[Pairing], anchor: tuple[str, float] = DEFAULT_ANCHOR,
                 prior_draws: float = 1.0, max_iter: int = 100) -> dict[str, Rating]:
     """Maximum-likelihood ratings of every player connected to the anchor.
@@ -121,6 +125,7 @@ def fit_ratings(results: Iterable[Pairing], anchor: tuple[str, float] = DEFAULT_
         return 0.0 if p == name else x[index[p]]
 
     hess = np.zeros((len(free), len(free)))
+    converged = not free
     for _ in range(max_iter):
         grad = np.zeros(len(free))
         hess[:] = 0.0
@@ -142,7 +147,11 @@ def fit_ratings(results: Iterable[Pairing], anchor: tuple[str, float] = DEFAULT_
         step = np.linalg.solve(hess, -grad)
         x += np.clip(step, -2.0, 2.0)  # damped: at most ~870 Elo a step
         if np.max(np.abs(step)) < 1e-9:
+            converged = True
             break
+    if not converged:
+        raise RatingError(f"the rating fit did not converge in {max_iter} Newton steps "
+                          f"({len(free) + 1} players, {len(pairs)} pairs)")
     cov = np.linalg.inv(-hess) if free else np.zeros((0, 0))
     out = {name: Rating(name, value, value, value, played[name])}
     for p, i in index.items():
