@@ -229,6 +229,9 @@ def _ladder_step(root: Path, params, gen: Generation) -> dict:
         run_ladder(root, params, gen.g)
     except (LadderError, LineError) as e:
         get_run_logger().error("ladder after generation %d not run: %s", gen.g, e)
+        record = json.loads(gen.record_file.read_text())  # the outcome stays in the generation's record
+        record["ladder"] = {"error": f"{type(e).__name__}: {e}"}
+        write_json(gen.record_file, record)
     return json.loads(gen.record_file.read_text())
 
 

@@ -103,3 +103,16 @@ def test_shipped_champion_and_a_campaign_that_resumes_from_it(laddered, tmp_path
     assert len(again["runs"]) == 2 and again["runs"][1]["start_sha256"] == lineage["sha256"]
     assert again["totals"]["generations"] == len(shipped) + 1
     assert again["totals"]["games"] == lineage["totals"]["games"] + again["runs"][1]["totals"]["games"]
+
+
+@pytest.mark.slow
+def test_a_ladder_that_cannot_run_leaves_its_error_in_the_generation_record(harness, tmp_path, monkeypatch):
+    root = make_workspace(tmp_path / "ws")
+    isolate_env(monkeypatch, root)
+    from flows.generation import zero_generation
+
+    bad = ["ladder.enabled=true", 'ladder.opponents=["gnugo:11"]', "ladder.games=2", "ladder.calibration_games=0"]
+    record = zero_generation(params_file=SMOKE, overrides=bad, workdir=str(root))
+    assert "GNU Go levels are 0 to 10" in record["ladder"]["error"]
+    on_disk = json.loads((root / "gens" / TAG / "g0001" / "generation.json").read_text())
+    assert on_disk["ladder"] == record["ladder"]
