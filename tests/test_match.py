@@ -76,3 +76,14 @@ def test_play_match_writes_sgf_and_json(tiny_params, tiny_checkpoint, tmp_path):
     json.dumps(d)
     assert d["games"] == 4 and d["wins"] + d["losses"] + d["draws"] == 4
     assert len(list(tmp_path.glob("match-*.sgf"))) == 4
+
+
+def test_match_sgfs_name_the_players_by_colour(tiny_params, tmp_path):
+    from zero.sgf import parse_sgf
+
+    play_match(tiny_params, "random", "mcts:8", 4, seed=3, sgf_dir=tmp_path)
+    for i in range(4):
+        text = (tmp_path / f"match-{i:04d}.sgf").read_text()
+        black, white = ("random", "mcts:8") if i % 2 == 0 else ("mcts:8", "random")
+        assert f"PB[{black}]" in text and f"PW[{white}]" in text
+        parse_sgf(text)

@@ -78,8 +78,12 @@ def choose_moves(policy: np.ndarray, sample: np.ndarray, rngs: list) -> np.ndarr
 
 
 def write_sgfs(records: list[GameRecord], g: GameConfig, sgf_dir: str | Path, prefix: str,
-               event: str = "self-play") -> list[Path]:
-    """One SGF file per game, named `<prefix>-<index>.sgf`; `event` names the games in their comment."""
+               event: str = "self-play", players: tuple[str, str] | None = None) -> list[Path]:
+    """One SGF file per game, named `<prefix>-<index>.sgf`; `event` names the games in their comment.
+
+    players: the names of a match's players a and b (PB/PW follow the colours: a is black in even-numbered
+    games); without them both colours are `zero`, as in self-play.
+    """
     from zero.sgf import game_to_sgf
 
     sgf_dir = Path(sgf_dir)
@@ -87,8 +91,12 @@ def write_sgfs(records: list[GameRecord], g: GameConfig, sgf_dir: str | Path, pr
     size = {"size": g.size, "komi": g.komi} if g.name == "go" else {"height": g.height, "width": g.width}
     paths = []
     for rec in records:
+        names = {}
+        if players is not None:
+            black, white = players if rec.index % 2 == 0 else players[::-1]
+            names = {"black": black, "white": white}
         text = game_to_sgf(rec.moves, game=g.name, result=rec.result_text(),
-                           comment=f"zero {event}, seed {rec.seed}", **size)
+                           comment=f"zero {event}, seed {rec.seed}", **size, **names)
         path = sgf_dir / f"{prefix}-{rec.index:04d}.sgf"
         atomic_write_text(path, text)
         paths.append(path)

@@ -128,7 +128,7 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     key = f"{a_name}--{b_name}--{label}"
     tmp_sgf = out_dir / "sgf" / f".{key}.tmp"
     shutil.rmtree(tmp_sgf, ignore_errors=True)
-    write_sgfs(out.records, params.game, tmp_sgf, key, event="ladder match")
+    write_sgfs(out.records, params.game, tmp_sgf, key, event="ladder match", players=(a_name, b_name))
     final_sgf = out_dir / "sgf" / key
     shutil.rmtree(final_sgf, ignore_errors=True)
     tmp_sgf.replace(final_sgf)

@@ -142,5 +142,5 @@ def play_match(params, a: str, b: str, num_games: int, seed: int, sgf_dir: str |
                     params.selfplay.resign_threshold, stop_early, first_index, progress=progress, stop=stop,
                     resign_min_move=params.selfplay.resign_min_move)
     if sgf_dir is not None:
-        write_sgfs(out.records, params.game, sgf_dir, "match", event="match")
+        write_sgfs(out.records, params.game, sgf_dir, "match", event="match", players=(pa.name, pb.name))
     return out.result
