@@ -181,7 +181,6 @@ def _select(N, W, P, child, parent, action, expanded, terminal, value, num_nodes
     At the root, root_actions[i] >= 0 is the edge slot i must take; else, with forced_k > 0,
     an edge owed forced playouts; else PUCT, as below the root.
     """
-    A = N.shape[2]
     for i in range(slots.shape[0]):
         b = slots[i]
         node = 0
@@ -199,23 +198,29 @@ def _select(N, W, P, child, parent, action, expanded, terminal, value, num_nodes
             d += 1
             c = child[b, node, a]
             if c < 0:
-                c = num_nodes[b]
-                num_nodes[b] += 1
-                parent[b, c] = node
-                action[b, c] = a
-                child[b, node, a] = c
-                expanded[b, c] = False
-                terminal[b, c] = np.nan
-                value[b, c] = 0.0
-                for k in range(A):
-                    N[b, c, k] = 0
-                    W[b, c, k] = 0.0
-                    child[b, c, k] = -1
-                node = c
+                node = new_child(N, W, child, parent, action, expanded, terminal, value, num_nodes, b, node, a)
                 break
             node = c
         leaves[i] = node
         depth[i] = d
+
+
+@numba.njit(cache=True)
+def new_child(N, W, child, parent, action, expanded, terminal, value, num_nodes, b, node, a):
+    """Allocate the node reached from `node` by edge `a` in slot b's tree (unexpanded, no edges visited)."""
+    c = num_nodes[b]
+    num_nodes[b] += 1
+    parent[b, c] = node
+    action[b, c] = a
+    child[b, node, a] = c
+    expanded[b, c] = False
+    terminal[b, c] = np.nan
+    value[b, c] = 0.0
+    for k in range(N.shape[2]):
+        N[b, c, k] = 0
+        W[b, c, k] = 0.0
+        child[b, c, k] = -1
+    return c
 
 
 @numba.njit(cache=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from zero.mcts import puct_select
+from zero.mcts import new_child, puct_select
 
 
 @numba.njit(cache=True)
@@ -29,7 +29,6 @@ def select_virtual(N, W, P, child, parent, action, expanded, terminal, value, nu
     Writes rows of (row_slot, paths, depth, leaves) and returns their number; every row's path
     carries one virtual visit until `undo_virtual`.
     """
-    A = N.shape[2]
     r = 0
     for i in range(slots.shape[0]):
         b = slots[i]
@@ -43,19 +42,7 @@ def select_virtual(N, W, P, child, parent, action, expanded, terminal, value, nu
                 d += 1
                 c = child[b, node, a]
                 if c < 0:
-                    c = num_nodes[b]
-                    num_nodes[b] += 1
-                    parent[b, c] = node
-                    action[b, c] = a
-                    child[b, node, a] = c
-                    expanded[b, c] = False
-                    terminal[b, c] = np.nan
-                    value[b, c] = 0.0
-                    for k in range(A):
-                        N[b, c, k] = 0
-                        W[b, c, k] = 0.0
-                        child[b, c, k] = -1
-                    node = c
+                    node = new_child(N, W, child, parent, action, expanded, terminal, value, num_nodes, b, node, a)
                     break
                 node = c
             collided = False
