@@ -21,7 +21,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PREFECT_PORT ?= 4200
 MLFLOW_PORT ?= 5000
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= -rs
 
 BIN := $(CURDIR)/$(VENV)/bin
 # pip's complaints about this machine's absent file:// package indexes, one per package: not worth reading
