@@ -511,7 +511,8 @@ def test_final_status_list_from_the_engines_view(params, engine):
     assert dead == "= B6 H6"
     assert set(alive[2:].split()) == {f"{c}{r}" for c in "DE" for r in range(1, 10)}
     assert seki == "= "
-    assert score == "= W+7.5"  # final_score counts the board as it stands
+    # final_score removes what final_status_list calls dead: black owns columns A-D (36), white E-J (45)
+    assert score == "= W+16.5"
 
 
 def passing_engine(params):
@@ -622,3 +623,25 @@ def test_lz_analyze_streams_until_the_next_command(params):
     assert len(lines) >= 3  # a line every 50 ms while searching, and a last one
     totals = [sum(int(m[1]) for m in _infos(line)) for line in lines]
     assert totals == sorted(totals) and totals[-1] > totals[0]
+
+
+class DeadListEngine(ScriptedEngine):
+    """A stand-in whose dead-stone judgement is given (what final_status_list dead reports)."""
+
+    def __init__(self, size, dead_vertices):
+        super().__init__(size, [])
+        self.dead_vertices = dead_vertices
+
+    def dead_stones(self, position):
+        return [position.game.text_to_action(v) for v in self.dead_vertices]
+
+
+def test_final_score_removes_the_stones_final_status_list_calls_dead():
+    gtp = GtpEngine(DeadListEngine(9, ["E5"]))
+    for c in ["komi 0", "play b A1", "play w E5"]:
+        assert gtp.handle(c) == "= \n\n"
+    assert gtp.handle("final_status_list dead") == "= E5\n\n"
+    # as the board stands both stones own their point and the rest is neutral; without the dead E5
+    # black's A1 owns the whole board
+    assert gtp.handle("final_score") == "= B+81\n\n"
+    assert gtp.handle("final_score extra").startswith("? wrong number of arguments")

@@ -24,6 +24,7 @@ Beyond the standard commands:
   random playouts to the end (`Engine.ownership`) leave its points more often
   in the opponent's Tromp-Taylor area than in its own. Seki stones count as
   alive under area scoring and are listed as alive; `seki` lists none.
+  `final_score` counts the board Tromp-Taylor after removing those dead stones.
 - `kgs-genmove_cleanup` is `genmove` that never resigns and never passes while
   opponent stones it considers dead are on the board: it plays on their
   liberties until they are captured (`Engine.cleanup_move`).
@@ -215,7 +216,7 @@ class GtpEngine:
             "kgs-genmove_cleanup": lambda a: self.cmd_genmove(a, cleanup=True),
             "undo": self.cmd_undo,
             "showboard": lambda a: self._no_args(a, "\n" + self._board_text()),
-            "final_score": lambda a: self._no_args(a, self.position.result_text()),
+            "final_score": self.cmd_final_score,
             "final_status_list": self.cmd_final_status_list,
             "loadsgf": self.cmd_loadsgf,
             "printsgf": self.cmd_printsgf,
@@ -377,6 +378,20 @@ class GtpEngine:
             find = getattr(self.engine, "dead_stones", None)
             self._dead = (position, set(find(position)) if find is not None else set())
         return self._dead[1]
+
+    def cmd_final_score(self, args: list[str]) -> str:
+        """Go: the Tromp-Taylor count after removing the stones `final_status_list dead` names, so a
+        controller and zero agree on a finished game; other games: the result as it stands."""
+        self._nargs(args, 0, usage="final_score")
+        position = self.position
+        if position.game.name != "go":
+            return position.result_text()
+        from zero.games.go import ownership_and_score
+        from zero.notation import score_text
+
+        board = position.board.reshape(-1).copy()
+        board[list(self._dead_stones())] = 0
+        return score_text(ownership_and_score(board.reshape(position.board.shape), position.komi)[1])
 
     def cmd_final_status_list(self, args: list[str]) -> str:
         """dead: the stones the engine expects to be captured; alive: the others; seki: none (see module doc)."""
