@@ -77,8 +77,10 @@ def test_the_flow_records_them_without_playing_or_training_again(harness, tmp_pa
     records = [zero_generation(params_file=SMOKE, overrides=SMALL, workdir=str(root)) for _ in gens]
     assert [r["generation"] for r in records] == [1, 2]
     for gen, record, was, stamps in zip(gens, records, made, before):
-        now = _stamps(gen)
-        assert {k: v for k, v in now.items() if k in stamps} == stamps  # nothing played or trained again
+        now = _stamps(gen)  # DVC relinks the outputs it caches, so their bytes are compared, not their times
+        assert {k: v[1] for k, v in now.items() if k in stamps} == {k: v[1] for k, v in stamps.items()}
+        assert record["selfplay"]["shards_reused"] == 2  # nothing played again...
+        assert record["train"]["steps"] is None  # ... nor trained: the candidate on disk was kept
         assert record["compute"] == was["compute"]  # the machine that did the work, not the recording run
         assert json.loads(gen.record_file.read_text())["standalone"]["host"] == was["host"]
     assert standalone.pending(root, params) == []
