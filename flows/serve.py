@@ -249,6 +249,13 @@ def cmd_where(args) -> int:
         f" --param params_file={args.params}",
         "",
     ]
+    if experiment is None:
+        from flows.layout import Workspace
+
+        others = sorted(t for t in Workspace(root).read_generations()["lines"] if t != tag)
+        if others:
+            lines.insert(-1, f"  other lines     no generation of {tag} yet; this workspace has {', '.join(others)}:"
+                         f" `make where PARAMS=<their params file>` (params-smoke.yaml is gomoku-6x6x4)")
     print("\n".join(lines))
     return 0
 

@@ -41,7 +41,7 @@ def test_the_flow_parameters_are_validated(tmp_path):
     assert req.load().train.steps == 3 and req.root() == REPO
 
 
-def make_where(root, **env):
+def make_where(root, params=SMOKE, **env):
     """`make where` in a workspace, with this venv's python and without reinstalling it."""
     import os
     import subprocess
@@ -55,7 +55,7 @@ def make_where(root, **env):
         run_env.pop(name, None)  # the Makefile sets them for the workspace
     run_env.update(env)
     proc = subprocess.run(
-        ["make", "-s", "-f", str(REPO / "Makefile"), "-o", ".venv/.zero-installed", "where", f"PARAMS={SMOKE}",
+        ["make", "-s", "-f", str(REPO / "Makefile"), "-o", ".venv/.zero-installed", "where", f"PARAMS={params}",
          f"BIN={Path(sys.executable).parent}"],
         cwd=root, env={**run_env, "PATH": os.environ["PATH"]}, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -81,3 +81,18 @@ def test_make_where_only_reads_and_prints_the_mlflow_port(tmp_path, monkeypatch)
     experiment = Tracker(tmp_path, "gomoku-6x6x4").experiment_id
     out = make_where(tmp_path)
     assert f"http://127.0.0.1:5000/#/experiments/{experiment}/runs?workflowType=machine_learning" in out
+
+
+def test_make_where_names_the_workspace_s_other_lines_when_its_own_has_none(tmp_path, monkeypatch):
+    """After the smoke run (a Gomoku line), `make where` with the default 9x9 params says where the runs are."""
+    import shutil
+
+    from flows.layout import Workspace
+    from pipeline_support import isolate_env
+
+    isolate_env(monkeypatch, tmp_path)
+    shutil.copy(REPO / SMOKE, tmp_path / SMOKE)
+    (tmp_path / "params.yaml").write_text("game:\n  name: go\n  size: 9\n")
+    Workspace(tmp_path).register(Workspace(tmp_path).generation("gomoku-6x6x4", 0))
+    out = make_where(tmp_path, params="params.yaml")
+    assert "no generation of go-9 yet; this workspace has gomoku-6x6x4" in out
