@@ -304,7 +304,11 @@ def train(gen: Generation, on_step=None) -> dict:
     params = load_gen_params(gen)
     seed = derive_seed(params.pipeline.seed, gen.g, "train")
     if _checkpoint_ok(gen.candidate):
-        return {"seed": seed, "sha256": file_sha256(gen.candidate), "trained": False}
+        sha = file_sha256(gen.candidate)
+        kept = trained_elsewhere(gen)  # the summary flows.standalone kept of the training that made it
+        if kept and kept["summary"].get("sha256") == sha:
+            return {**kept["summary"], "trained": False}
+        return {"seed": seed, "sha256": sha, "trained": False}
     share_cores(params.train.threads, 1)  # a reused worker process may have been set to fewer threads
     batch = params.train.batch_size
     with StepProgress(f"{gen.key} train", params.train.steps, unit="steps", key=f"{gen.key}-train") as report:
@@ -320,6 +324,15 @@ def train(gen: Generation, on_step=None) -> dict:
         )
     summary.update(seed=seed, sha256=file_sha256(gen.candidate), trained=True)
     return summary
+
+
+TRAINED_FILE = "train.json"
+
+
+def trained_elsewhere(gen: Generation) -> dict | None:
+    """{"summary": ..., "steps": [[i, metrics], ...]} kept by flows.standalone beside a candidate it trained."""
+    path = gen.dir / TRAINED_FILE
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 # --- gate ---------------------------------------------------------------------------------------

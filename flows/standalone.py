@@ -89,7 +89,10 @@ def run(root: Path, params, generations: int | None = None, minutes: float | Non
         _write_snapshot(ws, gen, gparams)
         shards = stages.selfplay(gen, workers)
         stages.dataset(gen)
-        trained = stages.train(gen)
+        steps: list = []
+        trained = stages.train(gen, on_step=lambda i, metrics: steps.append([i, metrics]))
+        if trained.get("trained"):  # kept for the flow that records it: MLflow gets the curves
+            write_json(gen.dir / stages.TRAINED_FILE, {"summary": trained, "steps": steps})
         gate = stages.gate(gen, workers)
         champion = stages.champion(gen)
         last_s = time.time() - started

@@ -38,6 +38,8 @@ def test_it_makes_generations_with_their_compute_and_lists_them_as_pending(made)
         assert record["games"] == 8 and record["compute"]["wall_s"] > 0 and record["compute"]["gpus"] == 0
         assert record["compute"]["cpu_s"] > 0
         assert not gen.record_file.exists()  # nothing is recorded: the flow does that
+        kept = stages.trained_elsewhere(gen)  # the training's summary and curves, for the flow's MLflow run
+        assert kept["summary"]["sha256"] == stages.file_sha256(gen.candidate) and len(kept["steps"]) == 3
     assert standalone.pending(root, params) == [1, 2]
     assert ws.generations(params.game.tag) == []  # not listed for DVC until the flow records them
 
@@ -80,7 +82,9 @@ def test_the_flow_records_them_without_playing_or_training_again(harness, tmp_pa
         now = _stamps(gen)  # DVC relinks the outputs it caches, so their bytes are compared, not their times
         assert {k: v[1] for k, v in now.items() if k in stamps} == {k: v[1] for k, v in stamps.items()}
         assert record["selfplay"]["shards_reused"] == 2  # nothing played again...
-        assert record["train"]["steps"] is None  # ... nor trained: the candidate on disk was kept
+        assert record["train"]["steps"] == 3  # ... nor trained: the kept summary of the training elsewhere
+        history = Tracker(root, params.game.tag).client.get_metric_history(record["mlflow_run_id"], "loss")
+        assert len(history) == 3  # its curves reached the generation's MLflow run
         assert record["compute"] == was["compute"]  # the machine that did the work, not the recording run
         assert json.loads(gen.record_file.read_text())["standalone"]["host"] == was["host"]
     assert standalone.pending(root, params) == []
