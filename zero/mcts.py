@@ -182,27 +182,34 @@ def _select(N, W, P, child, parent, action, expanded, terminal, value, num_nodes
     an edge owed forced playouts; else PUCT, as below the root.
     """
     for i in range(slots.shape[0]):
-        b = slots[i]
-        node = 0
-        d = 0
-        while expanded[b, node] and np.isnan(terminal[b, node]):
-            a = -1
-            if node == 0:
-                if root_actions[i] >= 0:
-                    a = root_actions[i]
-                elif forced_k > 0.0:
-                    a = forced_select(N, W, P, b, c_puct, forced_k)
-            if a < 0:
-                a = puct_select(N, W, P, value, b, node, c_puct, fpu_reduction, fpu_value)
-            paths[i, d] = a
-            d += 1
-            c = child[b, node, a]
-            if c < 0:
-                node = new_child(N, W, child, parent, action, expanded, terminal, value, num_nodes, b, node, a)
-                break
-            node = c
-        leaves[i] = node
-        depth[i] = d
+        leaves[i], depth[i] = walk(N, W, P, child, parent, action, expanded, terminal, value, num_nodes, slots[i],
+                                   c_puct, fpu_reduction, fpu_value, forced_k, root_actions[i], paths[i])
+
+
+@numba.njit(cache=True)
+def walk(N, W, P, child, parent, action, expanded, terminal, value, num_nodes, b,
+         c_puct, fpu_reduction, fpu_value, forced_k, root_action, path):
+    """One walk of slot b's tree from the root to a new (or finished) leaf, allocating the new node; its
+    actions go to `path`. Returns (leaf node, depth). At the root, root_action >= 0 is the edge to take;
+    else, with forced_k > 0, an edge owed forced playouts; else PUCT, as below the root."""
+    node = 0
+    d = 0
+    while expanded[b, node] and np.isnan(terminal[b, node]):
+        a = -1
+        if node == 0:
+            if root_action >= 0:
+                a = root_action
+            elif forced_k > 0.0:
+                a = forced_select(N, W, P, b, c_puct, forced_k)
+        if a < 0:
+            a = puct_select(N, W, P, value, b, node, c_puct, fpu_reduction, fpu_value)
+        path[d] = a
+        d += 1
+        c = child[b, node, a]
+        if c < 0:
+            return new_child(N, W, child, parent, action, expanded, terminal, value, num_nodes, b, node, a), d
+        node = c
+    return node, d
 
 
 @numba.njit(cache=True)

@@ -16,9 +16,8 @@ that is the cost in strength per visit, bought for more visits per second.
 from __future__ import annotations
 
 import numba
-import numpy as np
 
-from zero.mcts import new_child, puct_select
+from zero.mcts import walk
 
 
 @numba.njit(cache=True)
@@ -34,17 +33,8 @@ def select_virtual(N, W, P, child, parent, action, expanded, terminal, value, nu
         b = slots[i]
         first = r
         for _ in range(per_slot[i]):
-            node = 0
-            d = 0
-            while expanded[b, node] and np.isnan(terminal[b, node]):
-                a = puct_select(N, W, P, value, b, node, c_puct, fpu_reduction, fpu_value)
-                paths[r, d] = a
-                d += 1
-                c = child[b, node, a]
-                if c < 0:
-                    node = new_child(N, W, child, parent, action, expanded, terminal, value, num_nodes, b, node, a)
-                    break
-                node = c
+            node, d = walk(N, W, P, child, parent, action, expanded, terminal, value, num_nodes, b,
+                           c_puct, fpu_reduction, fpu_value, 0.0, -1, paths[r])
             collided = False
             for j in range(first, r):
                 if leaves[j] == node:
