@@ -1,4 +1,4 @@
-"""Kill anything at any time: a generation recovers, as the README says, to the bytes of an uninterrupted run.
+"""Kill anything at any time: a generation recovers, as docs/pipeline.md says, to the bytes of an uninterrupted run.
 
 Two workspaces, each with its own Prefect server and serve process on 127.0.0.1:
 the reference runs generations 1..N without interruption; the other runs the
@@ -9,7 +9,7 @@ run), or the worker doing the step's work (a self-play, training or gate task's
 pool worker, the `dvc` process of a DVC push or commit). The steps: self-play,
 a DVC push, training, the gate and registry promotion, each told from what the
 run shows while it runs (its progress artifacts in Prefect, a `dvc push` child
-of the flow process, the champion file of promotion). Recovery is the README's:
+of the flow process, the champion file of promotion). Recovery is docs/pipeline.md's:
 `python -m flows.serve run` (what `make run` calls) ends its wait, and `python
 -m flows.serve retry <id>` resumes the run. Then generation g must have the
 reference's dvc.lock entries (same shards, same hashes), every game once, one
@@ -196,7 +196,7 @@ def kill(p: Pipeline, target: str, flow: int) -> str:
 
 
 def recover(p: Pipeline, run_id: str, watch: subprocess.Popen) -> tuple[str, int]:
-    """The README's recovery: the wait ends; retry the run unless it completed by itself. (how, wait's code)"""
+    """docs/pipeline.md's recovery: the wait ends; retry the run unless it completed by itself. (how, wait's code)"""
     code, out = finish(watch, timeout=600)
     if code == 0:
         assert p.flow_run(run_id)["state"]["type"] == "COMPLETED"
