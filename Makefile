@@ -27,6 +27,8 @@ BIN := $(CURDIR)/$(VENV)/bin
 # pip's complaints about this machine's absent file:// package indexes, one per package: not worth reading
 PIP_NOISE := { grep -v "^WARNING: Location 'file://" || true; }
 STAMP := $(VENV)/.zero-installed
+TORCH ?= torch==2.13.0+cpu
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
 export PREFECT_HOME := $(CURDIR)/.prefect
 export PREFECT_API_URL := http://127.0.0.1:$(PREFECT_PORT)/api
@@ -45,12 +47,15 @@ export PATH := $(BIN):$(PATH)
 help:
 	@sed -n '3,15p' Makefile | sed 's/^# \{0,1\}//'
 
-# The venv and the project with its pipeline, ray and test extras (ray: the tests start a real Ray cluster). torch is installed first and pinned:
-# `pip install torch==2.13.0` takes the CPU wheel on this machine; an unpinned torch would pull CUDA.
+# The venv and the project with its pipeline, ray and test extras (ray: the tests start a real Ray cluster). torch is installed first,
+# pinned to its CPU build (2.13.0+cpu: from a local wheel where pip finds one, otherwise from PyTorch's CPU index; PyPI's Linux
+# wheel brings gigabytes of CUDA libraries). A GPU box names its
+# CUDA build instead: make install TORCH=torch==2.13.0 TORCH_INDEX=https://download.pytorch.org/whl/cu128
 $(STAMP): pyproject.toml
 	@echo "installing zero with its pipeline, ray and test extras into $(VENV) (about 3 minutes the first time)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@set -o pipefail; $(BIN)/python -m pip install --quiet "torch==2.13.0" 2>&1 | $(PIP_NOISE)
+	@$(BIN)/python -m pip install --quiet "$(TORCH)" 2>/dev/null || { set -o pipefail; \
+		$(BIN)/python -m pip install --quiet "$(TORCH)" --extra-index-url "$(TORCH_INDEX)" 2>&1 | $(PIP_NOISE); }
 	@set -o pipefail; $(BIN)/python -m pip install --quiet -e ".[pipeline,ray,test]" 2>&1 | $(PIP_NOISE)
 	@$(MAKE) --no-print-directory gnugo
 	@touch $@

@@ -238,6 +238,7 @@ class SearchConfig:
     gumbel_c_visit, gumbel_c_scale: sigma(q) = (c_visit + max_b N(b)) * c_scale * q, q in [0, 1].
     leaf_batch: leaves each slot selects per round under virtual loss (zero.virtual_loss), for searches
         without root noise; 1: one leaf a round, the paper's search.
+    fill_own_eyes: False leaves the side to move's own single-point eyes out of the moves searched (Go).
     """
 
     visits: int
@@ -252,6 +253,7 @@ class SearchConfig:
     gumbel_c_visit: float = 50.0
     gumbel_c_scale: float = 1.0
     leaf_batch: int = 1
+    fill_own_eyes: bool = True
 
 
 class MCTSConfig(_Section):
@@ -281,6 +283,11 @@ class MCTSConfig(_Section):
     # (matches, the ladder, zero gtp and zero play): more visits a second for one game, at some strength
     # per visit. 1: one leaf a round (the paper's search).
     leaf_batch: int = _int(1, ge=1, le=256, switch=True)
+    # Go: false leaves the side to move's own single-point eyes (every neighbour its own stone, at most one
+    # enemy diagonal, none on the edge) out of the moves zero searches, in self-play, matches and over GTP.
+    # The rules are unchanged (an opponent's move there is legal); the rule of Pachi's and GNU Go's playouts,
+    # against the endgame in which an untrained network fills its eyes until its groups die. true: off.
+    fill_own_eyes: bool = _bool(True, switch=True)
 
     def search(self, visits: int) -> SearchConfig:
         """The search these params describe, stopping at `visits` root visits."""
@@ -288,7 +295,8 @@ class MCTSConfig(_Section):
                             dirichlet_weight=self.dirichlet_weight, dirichlet_alpha=self.dirichlet_alpha,
                             forced_playouts_k=self.forced_playouts_k, root=self.root,
                             gumbel_considered=self.gumbel_considered, gumbel_c_visit=self.gumbel_c_visit,
-                            gumbel_c_scale=self.gumbel_c_scale, leaf_batch=self.leaf_batch)
+                            gumbel_c_scale=self.gumbel_c_scale, leaf_batch=self.leaf_batch,
+                            fill_own_eyes=self.fill_own_eyes)
 
 
 class _ComputeSection(_Section):

@@ -456,7 +456,8 @@ class Search:
                            t.num_nodes, active, per_slot, float(c.c_puct), float(c.fpu_reduction), fpu_value,
                            paths, depth, leaves, row_slot)
         paths, depth, leaves, row_slot = paths[:n], depth[:n], leaves[:n], row_slot[:n]
-        inputs = self.game.leaf_inputs(batch, row_slot, paths, depth, want_planes=self.evaluator.needs_planes)
+        inputs = self.game.leaf_inputs(batch, row_slot, paths, depth, want_planes=self.evaluator.needs_planes,
+                                     fill_own_eyes=c.fill_own_eyes)
         priors, values = yield row_slot, paths, depth, inputs
         self.evaluations += int(np.isnan(inputs.terminal_value).sum())
         undo_virtual(t.N, t.W, t.parent, t.action, row_slot, leaves, n)
@@ -540,7 +541,8 @@ class Search:
                 _select_chunks(*tree_args, chunks)
             else:
                 _select(*tree_args)
-            inputs = self.game.leaf_inputs(batch, active, paths, depth, want_planes=self.evaluator.needs_planes)
+            inputs = self.game.leaf_inputs(batch, active, paths, depth, want_planes=self.evaluator.needs_planes,
+                                           fill_own_eyes=c.fill_own_eyes)
             priors, values = yield active, paths, depth, inputs
             self.evaluations += int(np.isnan(inputs.terminal_value).sum())
             backup_args = (t.N, t.W, t.P, t.parent, t.action, t.expanded, t.terminal, t.value,

@@ -117,8 +117,13 @@ class Game(ABC):
         paths: np.ndarray,  # [L, D] int32, actions from the slot's position to the leaf
         depth: np.ndarray,  # [L] int32, how many of each row of paths are used
         want_planes: bool = True,
+        fill_own_eyes: bool = True,
     ) -> LeafInputs:
-        """Replay each path (its actions are legal) on a scratch copy and describe the leaf."""
+        """Replay each path (its actions are legal) on a scratch copy and describe the leaf.
+
+        fill_own_eyes False (Go): `legal` leaves out the side to move's own single-point eyes, moves the
+        rules allow and a search never needs (mcts.fill_own_eyes); games without eyes ignore it.
+        """
 
     @abstractmethod
     def rollout_values(

@@ -372,8 +372,11 @@ def _replay(history, hashes, length, passes, to_play, s, path, depth, boards, hi
 
 @numba.njit(cache=True)
 def leaf_inputs(history, hashes, length, passes, to_play, slots, paths, depth, want_planes, max_moves, komi,
-                zobrist, nbrs, legal, terminal, planes):
-    """Describe every leaf: legal[L, A], terminal[L] (NaN unless over), planes[L, 17, N*N] (zeroed by caller)."""
+                zobrist, nbrs, diags, avoid_eyes, legal, terminal, planes):
+    """Describe every leaf: legal[L, A], terminal[L] (NaN unless over), planes[L, 17, N*N] (zeroed by caller).
+
+    avoid_eyes: the side to move's own single-point eyes (_is_eye) are left out of legal[L, A].
+    """
     L = slots.shape[0]
     nn = history.shape[2]
     D = paths.shape[1]
@@ -411,7 +414,7 @@ def leaf_inputs(history, hashes, length, passes, to_play, slots, paths, depth, w
                 keys[i] = hist[t]
             h = hist[T]
             for p in range(nn):
-                if board[p] != 0:
+                if board[p] != 0 or (avoid_eyes and _is_eye(board, p, c, nbrs, diags)):
                     continue
                 status, h2 = try_play(board, p, c, h, zobrist, nbrs, hist, 0, False, buf, mark, gen)
                 if status != LEGAL:
@@ -443,13 +446,13 @@ def leaf_inputs(history, hashes, length, passes, to_play, slots, paths, depth, w
 
 @numba.njit(cache=True, parallel=True)
 def leaf_inputs_chunks(history, hashes, length, passes, to_play, slots, paths, depth, want_planes, max_moves, komi,
-                       zobrist, nbrs, legal, terminal, planes, chunks):
+                       zobrist, nbrs, diags, avoid_eyes, legal, terminal, planes, chunks):
     """leaf_inputs over `chunks` slices of the leaves on numba's threads (each slice its own scratch)."""
     L = slots.shape[0]
     for k in numba.prange(chunks):
         lo, hi = k * L // chunks, (k + 1) * L // chunks
         leaf_inputs(history, hashes, length, passes, to_play, slots[lo:hi], paths[lo:hi], depth[lo:hi], want_planes,
-                    max_moves, komi, zobrist, nbrs, legal[lo:hi], terminal[lo:hi],
+                    max_moves, komi, zobrist, nbrs, diags, avoid_eyes, legal[lo:hi], terminal[lo:hi],
                     planes[lo:hi])
 
 

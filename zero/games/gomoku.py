@@ -290,7 +290,8 @@ class GomokuGame(Game):
     def score(self, batch: GomokuBatch, i: int) -> float:
         return self.outcome(batch, i)
 
-    def leaf_inputs(self, batch: GomokuBatch, slots, paths, depth, want_planes: bool = True) -> LeafInputs:
+    def leaf_inputs(self, batch: GomokuBatch, slots, paths, depth, want_planes: bool = True,
+                    fill_own_eyes: bool = True) -> LeafInputs:
         slots, paths, depth = _as_leaves(slots, paths, depth)
         L = len(slots)
         legal = np.zeros((L, self.num_actions), np.bool_)
