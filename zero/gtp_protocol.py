@@ -1,0 +1,139 @@
+"""The GTP wire level of zero's engine: input lines, command arguments, and streamed responses.
+
+Each input line is one command, optionally prefixed by a numeric id that the
+response echoes (`12 genmove b` -> `=12 D4`). A response is `= result` or
+`? reason` followed by a blank line, so no line inside one may be blank.
+
+A streaming command (lz-analyze) answers `=` at once and then one line at a
+time while it runs, as Leela Zero does; the blank line ends it.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import sys
+import threading
+from typing import Callable, Iterator, TextIO
+
+from zero.notation import NotationError, parse_colour
+
+
+class GtpError(Exception):
+    """A command that cannot be carried out; the message is the `?` response text."""
+
+
+# --- arguments ---------------------------------------------------------------
+
+
+def colour_arg(text: str) -> int:
+    """A GTP colour argument as +1/-1, else GtpError naming it."""
+    try:
+        return parse_colour(text)
+    except NotationError:
+        raise GtpError(f"invalid color {text!r} (expected b, w, black or white)") from None
+
+
+def seconds_arg(text: str, what: str) -> float:
+    """A time in seconds from GTP text: finite and not negative, else GtpError naming it."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise GtpError(f"{what} is not a number: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise GtpError(f"{what} must be a finite number of seconds, at least 0: {text!r}")
+    return value
+
+
+def count_arg(text: str, what: str) -> int:
+    """A whole number of stones from GTP text, at least 0, else GtpError naming it."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise GtpError(f"{what} is not a number: {text!r}") from None
+    if not math.isfinite(value) or value < 0 or value != int(value):
+        raise GtpError(f"{what} must be a whole number, at least 0: {text!r}")
+    return int(value)
+
+
+def no_args(args: list[str], response: str, action: Callable[[], None] | None = None) -> str:
+    """`response` (after `action`) for a command that takes no arguments, else GtpError."""
+    if args:
+        raise GtpError(f"wrong number of arguments: expected none, got {len(args)}")
+    if action is not None:
+        action()
+    return response
+
+
+def nargs(args: list[str], *counts: int, usage: str) -> None:
+    """GtpError quoting `usage` unless there are as many arguments as one of `counts`."""
+    if len(args) not in counts:
+        raise GtpError(f"wrong number of arguments (usage: {usage})")
+
+
+# --- input -------------------------------------------------------------------
+
+
+def clean_line(line: str) -> str:
+    """GTP preprocessing: drop control characters but tab, tabs to spaces, cut `#` comments."""
+    line = "".join(ch for ch in line if ch == "\t" or ch >= " " and ch != "\x7f")
+    line = line.replace("\t", " ")
+    return line.split("#", 1)[0].strip()
+
+
+class InputLines:
+    """stdin read on a thread, so that a long command (lz-analyze) can tell when the next one arrives."""
+
+    def __init__(self, stream: TextIO):
+        self._items: collections.deque[str | None] = collections.deque()
+        self._ready = threading.Condition()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream: TextIO) -> None:
+        try:
+            for line in iter(stream.readline, ""):
+                self._put(line)
+        finally:
+            self._put(None)  # end of input
+
+    def _put(self, item: str | None) -> None:
+        with self._ready:
+            self._items.append(item)
+            self._ready.notify_all()
+
+    def get(self) -> str | None:
+        """The next line, waiting for it; None at the end of input."""
+        with self._ready:
+            self._ready.wait_for(lambda: self._items)
+            return self._items.popleft()
+
+    def wait(self, timeout: float | None) -> bool:
+        """Whether a line (or the end of input) is waiting, after waiting up to `timeout` seconds for one."""
+        with self._ready:
+            if timeout is None or timeout > 0:
+                self._ready.wait_for(lambda: self._items, timeout)
+            return bool(self._items)
+
+
+# --- responses -----------------------------------------------------------------
+
+
+def stream_response(ident: str, lines: Iterator[str], write: Callable[[str], None] | None) -> str:
+    """`=id`, then one line per item of `lines` (written at once while serving), then the blank line.
+
+    While serving, `write` sends `=id` at once and each line as it comes, and
+    what is returned is the rest; otherwise all of it is returned.
+    """
+    collected = [f"={ident}\n"]
+    if write is not None:
+        write(collected.pop())
+    try:
+        for text in lines:
+            if write is not None:
+                write(text + "\n")
+            else:
+                collected.append(text + "\n")
+    except Exception as e:  # the response has begun: end it, and say why on stderr
+        print(f"zero gtp: {type(e).__name__} while streaming: {e}", file=sys.stderr)
+    collected.append("\n")
+    return "".join(collected)
