@@ -625,6 +625,55 @@ def test_lz_analyze_streams_until_the_next_command(params):
     assert totals == sorted(totals) and totals[-1] > totals[0]
 
 
+def _think_failing_at(engine, monkeypatch, call: int):
+    """Make the engine's search raise on its `call`-th run (1-based): the engine's one inner call that fails."""
+    think, calls = engine.think, []
+
+    def failing(*args, **kwargs):
+        calls.append(None)
+        if len(calls) == call:
+            raise RuntimeError("the evaluator went away")
+        return think(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "think", failing)
+
+
+def test_lz_analyze_that_fails_before_anything_is_sent_is_an_error(engine, monkeypatch):
+    gtp = GtpEngine(engine)
+    _think_failing_at(engine, monkeypatch, 1)
+    assert gtp.handle("4 lz-analyze b 10") == "?4 internal error in lz-analyze: RuntimeError: the evaluator went away\n\n"
+    assert gtp.handle("name") == "= zero\n\n"
+
+
+def test_lz_analyze_that_fails_part_way_ends_with_an_error_line(engine, monkeypatch, capsys):
+    import os
+    import threading
+    import time
+
+    _think_failing_at(engine, monkeypatch, 3)  # two searches answer, the third raises
+    read_fd, write_fd = os.pipe()
+    out = io.StringIO()
+    with os.fdopen(read_fd) as stdin, os.fdopen(write_fd, "w") as feed:
+        worker = threading.Thread(target=GtpEngine(engine).run, args=(stdin, out))
+        worker.start()
+        feed.write("3 lz-analyze b 5\n")
+        feed.flush()
+        deadline = time.monotonic() + 300  # the first search may compile the kernels
+        while not out.getvalue().endswith("\n\n") and time.monotonic() < deadline:
+            time.sleep(0.05)  # the response must end without a next command to end it
+        ended = out.getvalue()
+        feed.write("name\nquit\n")
+        feed.flush()
+        worker.join(60)
+    assert not worker.is_alive()
+    first, second, error = ended.split("\n")[1:4]
+    assert ended == f"=3\n{first}\n{second}\n{error}\n\n"
+    assert _infos(first) and _infos(second)
+    assert error == "error lz-analyze failed: RuntimeError: the evaluator went away"
+    assert out.getvalue() == ended + "= zero\n\n= \n\n"  # the engine goes on
+    assert "lz-analyze (id 3) failed after 2 lines: RuntimeError: the evaluator went away" in capsys.readouterr().err
+
+
 class DeadListEngine(ScriptedEngine):
     """A stand-in whose dead-stone judgement is given (what final_status_list dead reports)."""
 

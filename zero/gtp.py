@@ -373,7 +373,7 @@ class GtpEngine(AnalysisCommands):
         except Exception as e:  # a bug must not take the engine down mid-game
             return f"?{ident} internal error in {name}: {type(e).__name__}: {e}\n\n"
         if not isinstance(result, str):
-            return stream_response(ident, result, self._write)
+            return stream_response(ident, name, result, self._write)
         # An empty line ends a GTP response, so no line after the first may be blank.
         first, *rest = result.split("\n")
         result = "\n".join([first] + [part for part in rest if part.strip()])

@@ -7,7 +7,9 @@
   (winrate, prior and lcb in units of 0.01%, for the colour analysed; lcb is
   the 95% Wilson lower bound of the winrate), until the next command arrives,
   and then ends the response with the blank line. The tree is the one
-  `genmove` uses, so it stops growing at `--visits`; the lines go on.
+  `genmove` uses, so it stops growing at `--visits`; the lines go on. A
+  search that fails part-way ends the response with an `error` line
+  (`zero.gtp_protocol`).
 - `final_status_list` answers from the engine's own view: a chain is dead when
   random playouts to the end (`Engine.ownership`) leave its points more often
   in the opponent's Tromp-Taylor area than in its own. Seki stones count as

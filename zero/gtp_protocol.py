@@ -5,7 +5,13 @@ response echoes (`12 genmove b` -> `=12 D4`). A response is `= result` or
 `? reason` followed by a blank line, so no line inside one may be blank.
 
 A streaming command (lz-analyze) answers `=` at once and then one line at a
-time while it runs, as Leela Zero does; the blank line ends it.
+time while it runs, as Leela Zero does; the blank line ends it. Once `=` is
+out, GTP has no way to turn the response into a `?`, and a second, `?`
+response would be read by the controller as the answer to its next command.
+So a stream that fails part-way ends with a last line `error <what failed>`
+(which readers of `info` lines pass over) and the blank line, and stderr
+names the command and the exception: the controller is not left waiting, and
+the failure is in the response, not passed off as a clean end.
 """
 
 from __future__ import annotations
@@ -118,22 +124,36 @@ class InputLines:
 # --- responses -----------------------------------------------------------------
 
 
-def stream_response(ident: str, lines: Iterator[str], write: Callable[[str], None] | None) -> str:
-    """`=id`, then one line per item of `lines` (written at once while serving), then the blank line.
+def stream_response(ident: str, name: str, lines: Iterator[str], write: Callable[[str], None] | None) -> str:
+    """The response of streaming command `name`: `=id`, a line per item of `lines`, then the blank line.
 
     While serving, `write` sends `=id` at once and each line as it comes, and
-    what is returned is the rest; otherwise all of it is returned.
+    what is returned is the rest; otherwise all of it is returned. If `lines`
+    raises: not serving, nothing has gone out and the response is
+    `?id internal error in NAME: ...`; serving, it is ended as the module doc
+    says, with a line `error NAME failed: TYPE: MESSAGE`.
     """
-    collected = [f"={ident}\n"]
+    pending = [f"={ident}\n"]
     if write is not None:
-        write(collected.pop())
-    try:
-        for text in lines:
-            if write is not None:
-                write(text + "\n")
-            else:
-                collected.append(text + "\n")
-    except Exception as e:  # the response has begun: end it, and say why on stderr
-        print(f"zero gtp: {type(e).__name__} while streaming: {e}", file=sys.stderr)
-    collected.append("\n")
-    return "".join(collected)
+        write(pending.pop())
+    sent, items = 0, iter(lines)
+    while True:
+        try:
+            text = next(items)
+        except StopIteration:
+            break
+        except Exception as e:  # a bug in the command: name it in the response, never end as if it succeeded
+            failure = " ".join(f"{type(e).__name__}: {e}".split())  # one line, so never a blank one
+            if write is None:
+                return f"?{ident} internal error in {name}: {failure}\n\n"
+            command = f"{name} (id {ident})" if ident else name
+            print(f"zero gtp: {command} failed after {sent} lines: {failure}", file=sys.stderr)
+            pending.append(f"error {name} failed: {failure}\n")
+            break
+        if write is not None:
+            write(text + "\n")
+        else:
+            pending.append(text + "\n")
+        sent += 1
+    pending.append("\n")
+    return "".join(pending)
