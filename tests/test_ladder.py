@@ -38,6 +38,7 @@ def test_openings_are_distinct_and_central():
 def test_a_pairing_is_recorded_with_its_games(tmp_path):
     rec = play_pairing(GOMOKU, "mcts:200", "random", 6, seed=1, visits=8, out_dir=tmp_path, concurrent=6)
     assert rec["a"] == "mcts-200" and rec["b"] == "random" and rec["games"] == 6
+    assert "a_sha256" not in rec and "b_sha256" not in rec  # neither is a network file
     assert rec["wins"] >= 5  # pure MCTS with 200 rollouts against random moves on 6x6, four in a row
     assert len(list((tmp_path / "sgf" / "mcts-200--random--ladder").glob("*.sgf"))) == 6
     assert read_pairings(tmp_path) == [rec]
@@ -63,6 +64,29 @@ def test_fit_over_a_directory_and_the_plot(tmp_path):
         "g0002": {"generation": 2, "compute_hours": 1.1}}))
     png = plot_dir(tmp_path, fitted)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_a_pool_of_named_networks_is_rated_against_the_outside_engine_and_plotted_as_points(tmp_path):
+    """A `zero ladder` of networks against GNU Go has no generations: the ratings are relative to the
+    engine (the same player in every such ladder), and the plot shows each player's point and interval."""
+    import numpy as np
+    from matplotlib.image import imread
+
+    write_pairing(tmp_path, {"a": "fast-g11", "b": "gnugo-l1", "wins": 3, "losses": 17, "draws": 0})
+    write_pairing(tmp_path, {"a": "gpu-g7", "b": "gnugo-l1", "wins": 8, "losses": 12, "draws": 0})
+    fitted = fit_dir(tmp_path)
+    assert fitted["anchor"] == {"player": "gnugo-l1", "elo": 0.0, "anchored": False}
+    assert fitted["ratings"]["fast-g11"]["elo"] < fitted["ratings"]["gpu-g7"]["elo"] < 0
+    png = plot_dir(tmp_path, fitted)
+    pixels = imread(png)[..., :3]
+    blue = np.all(np.abs(pixels - np.array([0x1F, 0x77, 0xB4]) / 255) < 0.02, axis=-1)  # the networks, C0
+    orange = np.all(np.abs(pixels - np.array([0xFF, 0x7F, 0x0E]) / 255) < 0.02, axis=-1)  # the engine, C1
+    rows = np.flatnonzero(blue.any(axis=1))
+    assert blue.sum() > 200 and orange.sum() > 20
+    assert rows.max() - rows.min() > 40  # two networks, one above the other
+    # with a higher GNU Go level in the pool, that level is the reference
+    write_pairing(tmp_path, {"a": "gnugo-l1", "b": "gnugo-l5", "wins": 9, "losses": 11, "draws": 0})
+    assert fit_dir(tmp_path)["anchor"]["player"] == "gnugo-l5"
 
 
 def test_a_malformed_pairing_is_named(tmp_path):
@@ -104,6 +128,10 @@ def test_zero_ladder_command_plays_fits_and_plots(tmp_path, capsys):
     names = sorted(p.stem for p in (out / "pairings").glob("*.json"))
     assert names == ["mcts-30--random--calibration", "net--mcts-30--ladder", "net--random--ladder"]
     assert (out / "elo.png").is_file()
+    import hashlib
+
+    record = json.loads((out / "pairings" / "net--random--ladder.json").read_text())
+    assert record["a_sha256"] == hashlib.sha256(model.read_bytes()).hexdigest() and "b_sha256" not in record
     # --plot refits what is there and draws it elsewhere, playing nothing.
     assert main(["ladder", *GOMOKU_ARGS, "--plot", str(out), "--anchor", "random=0", "--png",
                  str(tmp_path / "again.png")]) == 0

@@ -97,3 +97,27 @@ def test_resignation_and_calibration(tiny_params, tiny_checkpoint, tmp_path):
     assert resign_false_positive_rate([shard], -1.01)[0] == 0.0
     t = calibrate_resign_threshold([shard])
     assert -1.0 <= t <= 1.0 and resign_false_positive_rate([shard], t)[0] <= 0.05
+
+
+def test_a_shard_sized_by_positions_plays_on_until_it_has_them(tiny_params, tiny_checkpoint, tmp_path):
+    """selfplay.min_positions_per_shard: resigned or short games cannot leave a shard short of positions."""
+    from zero.config import load_params
+
+    plain = play_shard(tiny_params, tiny_checkpoint, tmp_path / "plain.npz", seed=5)
+    target = 3 * plain["positions"] + 1
+    sized = tiny_params.model_copy(update={"selfplay": tiny_params.selfplay.model_copy(
+        update={"min_positions_per_shard": target})})
+    a = play_shard(sized, tiny_checkpoint, tmp_path / "a.npz", seed=5)
+    b = play_shard(sized, tiny_checkpoint, tmp_path / "b.npz", seed=5)
+    shard = read_shard(tmp_path / "a.npz")
+    assert a["positions"] >= target and a["games"] > plain["games"] and a["games"] == len(shard.length)
+    # each further round is made of the shard's own games: the first games are those of the plain shard
+    first = read_shard(tmp_path / "plain.npz")
+    np.testing.assert_array_equal(shard.moves[: plain["games"], : first.moves.shape[1]], first.moves)
+    assert len(set(shard.seed.tolist())) == len(shard.seed)  # no game played twice
+    assert a["sha256"] == b["sha256"]  # reproducible, as every shard is
+    # a target the first games already reach changes nothing, and 0 is the params without the switch
+    met = sized.model_copy(update={"selfplay": sized.selfplay.model_copy(
+        update={"min_positions_per_shard": plain["positions"]})})
+    assert play_shard(met, tiny_checkpoint, tmp_path / "met.npz", seed=5)["games"] == plain["games"]
+    assert load_params(None, ["selfplay.min_positions_per_shard=0"]).digest() == load_params(None, []).digest()

@@ -339,6 +339,10 @@ class SelfPlayConfig(_ComputeSection):
     # No resignation before this move of a self-play or gate game (0: any move). The network of a young
     # line can see the empty board as lost for one colour and resign on move 1, leaving nothing to learn.
     resign_min_move: int = _int(0, ge=0, le=MAX_MOVES, switch=True)
+    # Self-play sized by positions, not games: a shard whose games recorded fewer positions than this plays
+    # more games (as many as its positions a game so far say are missing, at most games_per_shard a round)
+    # until it has them, so resignation can never starve a generation of training positions (0: off).
+    min_positions_per_shard: int = _int(0, ge=0, le=100_000_000, switch=True)
     # Visits that grow over generations: [[generation, visits], ...], the last entry at or below g applies.
     visits_schedule: list[tuple[_Generation, _Visits]] = Field(default_factory=list, max_length=1000,
                                                                 json_schema_extra=_SWITCH)

@@ -69,6 +69,21 @@ def player_spec(spec: str, gnugo: str = "gnugo") -> str:
     return spec
 
 
+def spec_sha256(spec: str) -> str | None:
+    """The sha256 of a network player's checkpoint (its options after `@` aside); None for other players."""
+    import hashlib
+
+    path = Path(spec.split("@", 1)[0])
+    if spec.startswith(("gtp:", "gnugo:", "mcts:")) or not path.is_file():
+        return None
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def is_fixed_opponent(name: str) -> bool:
+    """An outside engine or a fixed baseline (gnugo-lN, mcts-N, random): the same player in every ladder."""
+    return re.fullmatch(r"gnugo-l\d+|mcts-\d+|random", name) is not None
+
+
 def calibration_pairs(opponents: list[str]) -> list[tuple[str, str]]:
     """Consecutive fixed opponents (GNU Go levels, pure MCTS, random), which play each other once so that
     the anchor reaches every one of them."""
@@ -134,6 +149,7 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     tmp_sgf.replace(final_sgf)
     record = {
         "a": a_name, "b": b_name, "a_spec": a, "b_spec": b, "label": label,
+        **{f"{side}_sha256": digest for side, digest in (("a", spec_sha256(a)), ("b", spec_sha256(b))) if digest},
         **out.result.to_dict(),
         "seed": seed, "visits": visits, "opening_moves": opening_moves, "game": params.game.tag,
         "komi": params.game.komi if params.game.name == "go" else None,
@@ -187,13 +203,17 @@ def fit_dir(ladder_dir: str | Path, anchor: tuple[str, float] = DEFAULT_ANCHOR,
             fallback_anchor: str | None = None) -> dict:
     """Fit ratings over every pairing of a ladder dir and write ratings.json.
 
-    When the anchor played no game, the ratings are relative to `fallback_anchor`
-    (by default the first pairing's player a) at 0, reported with "anchored": false.
+    When the anchor played no game, the ratings are relative to `fallback_anchor` at 0, reported with
+    "anchored": false; by default the strongest-named fixed opponent in the pool (GNU Go's highest level,
+    else the most rollouts), which means the same player in every ladder, else the first pairing's player a.
     """
     records = read_pairings(ladder_dir)
     if not records:
         raise LadderError(f"{ladder_dir}: no pairings to fit")
-    fallback_anchor = fallback_anchor or records[0]["a"]
+    if fallback_anchor is None:
+        fixed = sorted({n for r in records for n in (r["a"], r["b"]) if is_fixed_opponent(n)},
+                       key=lambda n: (n.startswith("gnugo"), int(re.sub(r"\D", "", n) or 0)))
+        fallback_anchor = fixed[-1] if fixed else records[0]["a"]
     pairs = [Pairing(r["a"], r["b"], r["wins"], r["losses"], r["draws"]) for r in records]
     anchored = True
     ratings = fit_ratings(pairs, anchor)
@@ -234,6 +254,8 @@ def plot_dir(ladder_dir: str | Path, fitted: dict, out: str | Path | None = None
     ratings, players = fitted["ratings"], read_players(ladder_dir)
     gens = sorted((info["generation"], name) for name, info in players.items()
                   if name in ratings and info.get("generation") is not None)
+    if not gens:
+        return _plot_pool(fitted, out or ladder_dir / "elo.png", title)
     fixed = [name for name in ratings if name not in players]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
     for ax, key, label in ((axes[0], "generation", "generation"),
@@ -255,7 +277,37 @@ def plot_dir(ladder_dir: str | Path, fitted: dict, out: str | Path | None = None
     axes[1].legend(loc="best", fontsize=8)
     fig.suptitle(title or f"zero ladder: {fitted['games']} games in {fitted['pairings']} pairings")
     fig.tight_layout()
-    out = Path(out) if out else ladder_dir / "elo.png"
+    return _save(fig, Path(out) if out else ladder_dir / "elo.png")
+
+
+def _plot_pool(fitted: dict, out: str | Path, title: str = "") -> Path:
+    """elo.png of a pool with no generations (a `zero ladder` of named networks against engines): each
+    player's rating as a point with its 95% interval, strongest at the top, the anchor named."""
+    import matplotlib.pyplot as plt
+
+    ratings, anchor = fitted["ratings"], fitted["anchor"]
+    names = sorted(ratings, key=lambda n: ratings[n]["elo"])
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.5 * len(names)))
+    for i, name in enumerate(names):
+        r = ratings[name]
+        colour = "C1" if is_fixed_opponent(name) else "C0"
+        ax.errorbar([r["elo"]], [i], xerr=[[r["elo"] - r["elo_low"]], [r["elo_high"] - r["elo"]]], fmt="o",
+                    color=colour, capsize=4)
+        ax.annotate(f"{r['elo']:+.0f} [{r['elo_low']:+.0f}, {r['elo_high']:+.0f}], {r['games']} games",
+                    (r["elo"], i), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
+    ax.set_yticks(range(len(names)), names)
+    ax.set_ylim(-0.6, len(names) - 0.2)
+    ax.set_xlabel(f"Elo ({anchor['player']} = {anchor['elo']:g})" if anchor["anchored"]
+                  else f"Elo relative to {anchor['player']} (95% intervals)")
+    ax.grid(alpha=0.3, axis="x")
+    ax.set_title(title or f"zero ladder: {', '.join(reversed(names))}: {fitted['games']} games", fontsize=10)
+    fig.tight_layout()
+    return _save(fig, Path(out))
+
+
+def _save(fig, out: Path) -> Path:
+    import matplotlib.pyplot as plt
+
     tmp = out.with_name(out.name + ".tmp.png")
     fig.savefig(tmp, dpi=110)
     plt.close(fig)

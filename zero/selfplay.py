@@ -8,6 +8,7 @@ a pure function of (network weights, params, seed) on a given machine.
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -93,6 +94,15 @@ def records_to_shard(records: list[GameRecord], game: Game, params, seed: int, a
     )
 
 
+# Rounds of further games a shard plays at most to reach selfplay.min_positions_per_shard.
+MAX_TOP_UPS = 16
+
+
+def top_up_seed(seed: int, top_up: int) -> int:
+    """The seed of a shard's `top_up`-th round of further games: its own games, reproducible."""
+    return int(np.random.SeedSequence([seed, top_up]).generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
 def play_shard(params, checkpoint: str | Path, out_path: str | Path, seed: int,
                num_games: int | None = None, sgf_dir: str | Path | None = None, progress=None,
                load_network=None) -> dict:
@@ -100,7 +110,8 @@ def play_shard(params, checkpoint: str | Path, out_path: str | Path, seed: int,
 
     `load_network(checkpoint, device) -> ZeroNet` (eval mode) replaces reading
     the file, for a long-lived player that keeps the network it loaded once;
-    the shard is the same either way. Returns a summary: games, positions,
+    the shard is the same either way. With selfplay.min_positions_per_shard, the shard plays
+    further rounds of games (seeds from `top_up_seed`) until its games recorded that many positions. Returns a summary: games, positions,
     resignations, calibration games, sha256 of the shard, seconds, and network
     evaluations per second.
     """
@@ -119,6 +130,14 @@ def play_shard(params, checkpoint: str | Path, out_path: str | Path, seed: int,
     aux = params.network.aux_heads and game.name == "go"
     records = play_games(game, evaluator, params.selfplay, search, num_games, seed, progress=progress,
                          final_board=aux)
+    target = params.selfplay.min_positions_per_shard
+    for top_up in range(1, MAX_TOP_UPS + 1):
+        have = sum(len(r.planes) for r in records)
+        if have >= target:
+            break
+        more = min(num_games, math.ceil((target - have) * len(records) / max(1, have)))
+        records += play_games(game, evaluator, params.selfplay, search, more, top_up_seed(seed, top_up),
+                              progress=progress, final_board=aux)
     shard = records_to_shard(records, game, params, seed, aux=aux)
     sha = write_shard(out_path, shard)
     if sgf_dir is not None:
