@@ -24,6 +24,7 @@ import json
 import os
 import shutil
 import sys
+import traceback
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -472,6 +473,18 @@ STAGES = {
 }
 
 
+def _named_error(e: Exception) -> bool:
+    """Whether `e` names what was wrong with which input, so that one line says it all."""
+    from flows.lineage import LineageError
+    from flows.layout import LineError
+    from zero.config import ConfigError
+    from zero.network import CheckpointError
+    from zero.shards import ShardError
+    from zero.train import WindowError
+
+    return isinstance(e, (ConfigError, CheckpointError, ShardError, WindowError, LineError, LineageError))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m flows.stages", description=__doc__.split("\n\n")[0])
     ap.add_argument("stage", choices=sorted(STAGES))
@@ -482,8 +495,16 @@ def main(argv: list[str] | None = None) -> int:
     _log_to_stderr()
     try:
         gen = parse_gen_dir(args.gen_dir, args.root)
+    except ValueError as e:
+        print(f"flows.stages {args.stage} {args.gen_dir}: {e}", file=sys.stderr)
+        return 1
+    try:
         out = STAGES[args.stage](gen, args)
-    except Exception as e:  # a stage command reports one line, DVC shows it
+    except Exception as e:
+        # A named input error (bad params, checkpoint, shard, window, line) is one line; anything else is a
+        # defect and DVC shows its whole traceback above that line.
+        if not _named_error(e):
+            traceback.print_exc(file=sys.stderr)
         print(f"flows.stages {args.stage} {args.gen_dir}: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     summary = out if isinstance(out, dict) else {"parts": len(out)}

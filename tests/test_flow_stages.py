@@ -90,4 +90,19 @@ def test_a_window_keeps_the_last_w_generations(tmp_path):
 
 def test_a_stage_command_reports_one_line(tmp_path, capsys):
     assert stages.main(["train", "gens/nope", "--root", str(tmp_path)]) == 1
-    assert "not a generation directory" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "not a generation directory" in err and "Traceback" not in err  # a named input error: one line
+
+
+def test_a_defect_in_a_stage_shows_its_whole_traceback(line, capsys, monkeypatch):
+    """Not a named input error: DVC's log must show where it happened, not one line."""
+    params, g0, g1 = line
+
+    def broken(gen, args):
+        return {"mean": sum([]) / len([])}
+
+    monkeypatch.setitem(stages.STAGES, "train", broken)
+    assert stages.main(["train", g1.rel, "--root", str(g1.root)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "in broken" in err
+    assert err.rstrip().splitlines()[-1].endswith("ZeroDivisionError: division by zero")
