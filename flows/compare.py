@@ -179,7 +179,7 @@ def gate_pairings(players: dict) -> list[dict]:
     """The lines' own gate matches as pairing records (candidate against the champion it met)."""
     out = []
     for name, p in players.items():
-        if p["gate"]:
+        if p.get("gate"):  # recorded players (players.json) keep none: their gates are in pairings/
             b, w, l_, d = p["gate"]
             out.append({"a": name, "b": b, "label": "gate", "wins": w, "losses": l_, "draws": d,
                         "games": w + l_ + d, "source": "the line's gate match"})
@@ -220,6 +220,18 @@ def collect(spec: CompareSpec, base: Path) -> tuple[object, dict, dict]:
         hashes[ln] = own.digest()[:12]
         players.update(line_networks(ln, ls, tag, base))
     return params, players, hashes
+
+
+def recorded(out: Path) -> tuple[dict, dict]:
+    """(players, {line: params hash}) as a comparison's output directory recorded them: what a clone without
+    the lines' workspaces can fit and draw again (--no-play)."""
+    try:
+        players = json.loads((out / "players.json").read_text())
+        summary = json.loads((out / "summary.json").read_text())
+        hashes = {row["line"]: row["params_hash"] for row in summary["lines"]}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise CompareError(f"{out}: no recorded comparison to fit ({type(e).__name__}: {e})") from None
+    return players, hashes
 
 
 def summarize(spec: CompareSpec, players: dict, fitted: dict, hashes: dict) -> dict:
@@ -308,7 +320,13 @@ def run(spec_path: str | Path, out: str | Path | None = None, play: bool = True,
     spec_path = Path(spec_path)
     spec = load_spec(spec_path)
     out = Path(out) if out else spec_path.parent
-    params, players, hashes = collect(spec, Path.cwd())
+    try:
+        params, players, hashes = collect(spec, Path.cwd())
+    except CompareError as e:
+        if play or not (out / "players.json").is_file():
+            raise
+        players, hashes = recorded(out)
+        echo(f"{e}: fitting the comparison as recorded in {out} (players.json, pairings/)")
     try:
         anchor = parse_anchor(spec.anchor)
     except LadderError as e:

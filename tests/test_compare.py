@@ -173,3 +173,22 @@ def test_a_bad_spec_is_named_with_what_is_wrong(tmp_path, text, expected):
     with pytest.raises(CompareError, match=expected) as err:
         load_spec(path)
     assert str(path) in str(err.value)
+
+
+def test_a_clone_refits_the_committed_comparison_without_its_workspaces(tmp_path, monkeypatch):
+    """docs/recipes/go-9: the lines' workspaces are not in the repository; --no-play fits and draws the
+    recorded players and pairings again, to the same files; playing refuses, naming the missing workspace."""
+    import shutil
+
+    repo = Path(__file__).resolve().parent.parent
+    out = tmp_path / "go-9"
+    shutil.copytree(repo / "docs" / "recipes" / "go-9", out)
+    monkeypatch.chdir(repo)
+    messages = []
+    summary = run(out / "compare.yaml", play=False, echo=messages.append)
+    assert "as recorded" in messages[0]
+    for name in ("ratings.json", "summary.json", "table.md", "players.json"):
+        assert (out / name).read_bytes() == (repo / "docs" / "recipes" / "go-9" / name).read_bytes(), name
+    assert summary["missing"] == 0 and (out / "compare.png").stat().st_size > 10_000
+    with pytest.raises(CompareError, match="workspace"):
+        run(out / "compare.yaml", play=True, echo=messages.append)
