@@ -316,7 +316,7 @@ _Visits = Annotated[int, Field(strict=True, ge=1, le=MAX_VISITS)]
 
 
 class SelfPlayConfig(_ComputeSection):
-    """Self-play. The switches below the line are the fast recipe's (README: recipes); off by default."""
+    """Self-play. The switches below the line are the fast recipe's (docs/recipes.md); off by default."""
 
     games_per_shard: int = _int(64, ge=1, le=MAX_GAMES)
     concurrent_games: int = _int(128, ge=1, le=MAX_CONCURRENT)
@@ -346,7 +346,7 @@ class SelfPlayConfig(_ComputeSection):
     # Visits that grow over generations: [[generation, visits], ...], the last entry at or below g applies.
     visits_schedule: list[tuple[_Generation, _Visits]] = Field(default_factory=list, max_length=1000,
                                                                 json_schema_extra=_SWITCH)
-    # The engine on a GPU (README: performance). search_groups: the games searched in this many groups,
+    # The engine on a GPU (docs/performance.md). search_groups: the games searched in this many groups,
     # one group's network call in flight while the next group's tree work runs (1: one search).
     # half_precision: the network in bfloat16 on CUDA (no effect on the CPU).
     # fast_inference: batch norm folded, symmetries and softmax on the device, CUDA graphs on CUDA
