@@ -25,7 +25,7 @@ import warnings
 import ray
 
 from flows import stages
-from flows.cluster import ClusterResourceError, node_resources, require_resources
+from flows.capacity import ClusterResourceError, node_resources, require_resources
 
 RESTARTS = 3  # per actor and generation; a task retries once (flows.generation), so a shard survives one death
 READY_S = 600.0  # how long the flow waits for its actors to be placed and started

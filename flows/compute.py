@@ -1,5 +1,6 @@
 """What a run used: wall time, the cores it could use, CPU time where measured, GPU-hours only where a GPU
-did the work. The record every generation, ladder and standalone run keeps (`compute` in their JSON)."""
+did the work. The record every generation, ladder and standalone run keeps (`compute` in their JSON), and
+how it is read back from a generation's record."""
 
 from __future__ import annotations
 
@@ -32,3 +33,15 @@ def compute_record(wall_s: float, gpus: int = 0, cpu_s: float | None = None) -> 
 def machine_compute(seconds: float, params=None) -> dict:
     """The compute record of a flow's run of `seconds`: GPU-hours only where its params put a stage on a GPU."""
     return compute_record(seconds, used_gpus(params) if params is not None else 0)
+
+
+def compute_of(record: dict) -> dict:
+    """A generation's compute: the pipeline's wall time times the cores (or GPUs) it had.
+
+    Records written before compute was recorded count their wall time on one core, marked estimated.
+    """
+    c = record.get("compute")
+    if c:
+        return c
+    return {"device": "cpu", "cores": 1, "gpus": 0, "wall_s": record.get("seconds", 0.0),
+            "core_hours": record.get("seconds", 0.0) / 3600, "gpu_hours": 0.0, "estimated": True}

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import time
 from pathlib import Path
 
@@ -22,34 +21,21 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 from prefect.context import get_run_context
 from prefect.task_runners import ProcessPoolTaskRunner
-from pydantic import BaseModel, ConfigDict, Field
 
 from flows import lineage, liveness, stages, standalone
+from flows.capacity import require_resources
+from flows.compute import machine_compute
+from flows.ladder import run_ladder
 from flows.layout import Generation, LineError, Workspace, write_json
+from flows.request import GenerationRequest
+from flows.ship import ship as ship_line
+from zero.ladder import LadderError
+
+# flows.tracking (mlflow) and flows.actors (ray, an optional extra) are imported in the functions that use
+# them: a task's worker process, which imports this module, loads neither unless its task needs it.
 
 FLOW_NAME = "zero-generation"
 CACHED = (INPUTS - "run_id" - "tracking" - "actor") + TASK_SOURCE
-
-
-class GenerationRequest(BaseModel):
-    """The flow's parameters: which params file (plus overrides), which generation, which workspace."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    params_file: str = "params.yaml"
-    overrides: list[str] = Field(default_factory=list)
-    generation: int | None = Field(None, ge=1)
-    workdir: str | None = None
-
-    def root(self) -> Path:
-        return Path(self.workdir or os.getcwd()).resolve()
-
-    def load(self):
-        """The validated Params (ConfigError naming the field on unknown keys or bad values)."""
-        from zero.config import load_params
-
-        path = Path(self.params_file)
-        return load_params(path if path.is_absolute() else self.root() / path, list(self.overrides))
 
 
 def _on_ray() -> bool:
@@ -68,8 +54,6 @@ def _resources(num_gpus: float, delegated: bool = False):
 
     if delegated:
         return remote_options(num_cpus=0, num_gpus=0, max_calls=1)
-    from flows.cluster import require_resources
-
     require_resources(num_gpus)  # a task asking for a GPU no node has would wait forever
     return remote_options(num_gpus=num_gpus)
 
@@ -174,7 +158,6 @@ def zero_generation(
 def run_generation(root: Path, params, generation: int | None = None) -> dict:
     """The steps of one generation, in order, under the line's lock; then the optional ladder."""
     from flows import tracking
-    from flows.compute import machine_compute
 
     log = get_run_logger()
     ws = Workspace(root)
@@ -226,9 +209,6 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
 
 def _ladder_step(root: Path, params, gen: Generation) -> dict:
     """The optional last step: ladder the new champion; a ladder that cannot run never undoes the generation."""
-    from flows.ladder import run_ladder
-    from zero.ladder import LadderError
-
     try:
         run_ladder(root, params, gen.g)
     except (LadderError, LineError) as e:
@@ -404,8 +384,6 @@ def zero_loop(
             record = zero_generation(params_file=params_file, overrides=overrides, workdir=workdir)
             done.append(record)
             if ship and record.get("gate", {}).get("promoted", record.get("gate", {}).get("passed")):
-                from flows.ship import ship as ship_line
-
                 req = GenerationRequest(params_file=params_file, overrides=overrides or [], workdir=workdir)
                 lineage_ = ship_line(req.root(), req.load(), params_file)
                 get_run_logger().info("shipped %s (sha256 %s) to models/", lineage_["file"],

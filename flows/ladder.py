@@ -23,28 +23,16 @@ import time
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
+from prefect.context import get_run_context
 
-from flows.layout import LineError, Workspace, derive_seed, write_json
+from flows import liveness
+from flows.compute import compute_of
+from flows.layout import LineError, Workspace, derive_seed, ladder_dir, write_json
 from flows.progress import StepProgress
+from flows.request import GenerationRequest
 from flows.stages import file_sha256, share_cores
 
 FLOW_NAME = "zero-ladder"
-
-
-def ladder_dir(root: Path, tag: str) -> Path:
-    return Path(root) / "gens" / tag / "ladder"
-
-
-def compute_of(record: dict) -> dict:
-    """A generation's compute: the pipeline's wall time times the cores (or GPUs) it had.
-
-    Records written before compute was recorded count their wall time on one core, marked estimated.
-    """
-    c = record.get("compute")
-    if c:
-        return c
-    return {"device": "cpu", "cores": 1, "gpus": 0, "wall_s": record.get("seconds", 0.0),
-            "core_hours": record.get("seconds", 0.0) / 3600, "gpu_hours": 0.0, "estimated": True}
 
 
 def line_players(ws: Workspace, tag: str) -> dict:
@@ -191,7 +179,7 @@ def run_ladder(root: Path, params, generation: int | None = None) -> dict:
 def _log_mlflow(root: Path, tag: str, run_id: str | None, summary: dict, lad: Path, png: Path) -> None:
     if not run_id:
         return
-    from flows.tracking import Tracker
+    from flows.tracking import Tracker  # mlflow, loaded only by a ladder that logs to a run
 
     tracker = Tracker(root, tag)
     metrics = {f"ladder_win_rate_{m['b'].replace('-', '_')}": m["win_rate"] for m in summary["matches"]}
@@ -207,11 +195,6 @@ def _log_mlflow(root: Path, tag: str, run_id: str | None, summary: dict, lad: Pa
 def zero_ladder(params_file: str = "params.yaml", overrides: list[str] | None = None,
                 generation: int | None = None, workdir: str | None = None) -> dict:
     """Ladder a line's champion (after `generation`, default the last) and refit the line's ratings."""
-    from prefect.context import get_run_context
-
-    from flows import liveness
-    from flows.generation import GenerationRequest
-
     req = GenerationRequest(params_file=params_file, overrides=overrides or [], generation=generation,
                             workdir=workdir)
     with liveness.recorded(str(get_run_context().flow_run.id)):

@@ -16,6 +16,7 @@ per game tag (`go-9`, `gomoku-6x6x4`). Generation g of line `go-9` lives in
 empty window. `generations.yaml` lists every line and generation; dvc.yaml's
 `foreach` stages read it, so generation 3 of go-9 has stages
 `selfplay@go-9-g0003`, `dataset@...`, `train@...`, `gate@...`, `champion@...`.
+The line's ladder (flows.ladder) lives beside its generations, in `gens/go-9/ladder/`.
 
 This module imports neither prefect nor mlflow nor dvc: the DVC stage
 commands (flows.stages) use it too.
@@ -73,6 +74,11 @@ def generation_seeds(params, g: int) -> dict:
 
 def gen_name(g: int) -> str:
     return f"g{g:04d}"
+
+
+def ladder_dir(root: str | Path, tag: str) -> Path:
+    """The ladder of line `tag`: `gens/<tag>/ladder/` (its files: zero.ladder)."""
+    return Path(root) / GENS_DIR / tag / "ladder"
 
 
 def split_counts(total: int, parts: int, unit: int = 1) -> list[int]:

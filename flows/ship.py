@@ -20,8 +20,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from flows.ladder import compute_of, ladder_dir
-from flows.layout import LineError, Workspace, write_json
+from flows.compute import compute_of
+from flows.layout import LineError, Workspace, ladder_dir, write_json
 from flows.stages import file_sha256
 
 

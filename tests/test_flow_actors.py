@@ -46,13 +46,13 @@ def test_a_long_lived_player_loads_the_network_once_and_plays_the_same_bytes(lin
 def test_actors_the_cluster_cannot_hold_are_refused_naming_the_field(monkeypatch, nodes, n, gpus, fits):
     import ray
 
-    from flows import actors, cluster
+    from flows import actors, capacity
 
-    monkeypatch.setattr(cluster, "node_resources", lambda: nodes)
+    monkeypatch.setattr(capacity, "node_resources", lambda: nodes)
     monkeypatch.setattr(actors, "node_resources", lambda: nodes)
     monkeypatch.setattr(ray, "cluster_resources", lambda: {"GPU": sum(r.get("GPU", 0.0) for r in nodes)})
     if fits:
         actors.require_actor_resources(n, gpus)
     else:
-        with pytest.raises(cluster.ClusterResourceError, match=r"pipeline\.(selfplay_actors|num_gpus)="):
+        with pytest.raises(capacity.ClusterResourceError, match=r"pipeline\.(selfplay_actors|num_gpus)="):
             actors.require_actor_resources(n, gpus)

@@ -88,7 +88,8 @@ def test_ray_cluster_and_process_pool_agree(tmp_path, monkeypatch, ray_cluster, 
 
 
 def test_a_gpu_the_cluster_lacks_is_a_clear_error_not_a_hang(tmp_path, monkeypatch, ray_cluster, harness):
-    from flows.cluster import ClusterResourceError, on_ray
+    from flows.capacity import ClusterResourceError
+    from flows.cluster import on_ray
     from flows.generation import zero_generation
 
     root = make_workspace(tmp_path / "gpu")

@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from flows.generation import GenerationRequest
+from flows.request import GenerationRequest
 from flows.serve import main
 from pipeline_support import REPO, SMOKE
 
