@@ -103,6 +103,7 @@ loop: check up
 # A training campaign: zero-loop over campaigns/$(LINE).yaml, shipping each champion that passes.
 LINE ?= go-9
 campaign: install up
+	@$(BIN)/python -m flows.lineage committed
 	@$(BIN)/python -m flows.serve check campaigns/$(LINE).yaml
 	$(BIN)/prefect deployment run zero-loop/local --param params_file=campaigns/$(LINE).yaml --param ship=true
 

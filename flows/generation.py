@@ -378,6 +378,8 @@ def zero_loop(
     With `ship`, each champion that passes its gate is written to models/<tag>.pt with its
     lineage models/<tag>.json (flows.ship), ready to commit.
     """
+    if ship:
+        lineage.require_committed()  # a shipped champion names the commit that made it
     done = []
     with liveness.recorded(str(get_run_context().flow_run.id)):
         while generations is None or len(done) < generations:

@@ -126,6 +126,21 @@ def lock_sha256(root: str | Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
 
 
+def require_committed(code_root: str | Path | None = None) -> str:
+    """The commit of the code, or LineageError naming the changed code files: what ships must have a
+    lineage, and uncommitted code has none (its generations would record git_dirty: true)."""
+    code_root = Path(code_root or Path(__file__).resolve().parent.parent)
+    state = code_state(code_root)
+    if state["git_dirty"] == "true":
+        paths = [p for p in CODE_PATHS if (code_root / p).exists()]
+        status = git(code_root, "status", "--porcelain", "--", *paths, check=False).stdout.splitlines()
+        changed = ", ".join(line[3:] for line in status[:8]) + (" ..." if len(status) > 8 else "")
+        raise LineageError(f"{code_root}: the code differs from commit {state['git_commit'][:12]} "
+                           f"({changed or 'not a git checkout'}); a campaign ships champions and runs on "
+                           f"committed code only: commit or stash first")
+    return state["git_commit"]
+
+
 def code_state(code_root: str | Path | None = None) -> dict[str, str]:
     """The git commit of the code and whether its tracked code paths differ from it."""
     code_root = Path(code_root or Path(__file__).resolve().parent.parent)
@@ -135,3 +150,23 @@ def code_state(code_root: str | Path | None = None) -> dict[str, str]:
     status = git(code_root, "status", "--porcelain", "--", *paths, check=False)
     dirty = status.returncode != 0 or bool(status.stdout.strip()) or commit_id == "none"
     return {"git_commit": commit_id, "git_dirty": str(dirty).lower()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m flows.lineage committed`: exit 1, naming the changed files, unless the code is committed."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m flows.lineage")
+    ap.add_argument("check", choices=["committed"])
+    ap.add_argument("--root", default=None, help="the code's checkout (default: this one)")
+    args = ap.parse_args(argv)
+    try:
+        print(f"code at commit {require_committed(args.root)[:12]}: committed")
+    except LineageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

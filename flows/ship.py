@@ -128,6 +128,44 @@ def ship(root: Path, params, params_file: str, models: Path | None = None) -> di
     return lineage
 
 
+def attach_ladder(lineage_file: Path, ladder: Path, player: str | None = None) -> dict:
+    """Record in a shipped champion's lineage (models/<tag>.json) its results in a `zero ladder` directory.
+
+    The champion's pairings are those whose network file has the lineage's sha256 (`a_sha256`); a pairing
+    recorded before networks' hashes were kept is taken only when `player` names it, and says so.
+    The fitted rating of the directory becomes the champion's rating, with its anchor.
+    """
+    from zero.ladder import LadderError, fit_dir, read_pairings
+
+    lineage = json.loads(lineage_file.read_text())
+    try:
+        records = read_pairings(ladder)
+    except LadderError as e:
+        raise LineError(str(e)) from None
+    mine = [r for r in records if r.get("a_sha256") == lineage["sha256"]]
+    matched_by = "sha256"
+    if not mine and player:
+        mine = [r for r in records if r["a"] == player and "a_sha256" not in r]
+        matched_by = f"player name {player} (the pairing predates sha256 records)"
+    other = [r for r in records if r.get("a_sha256") not in (None, lineage["sha256"])]
+    if not mine:
+        raise LineError(f"{ladder}: no pairing of {lineage_file.name}'s champion (sha256 {lineage['sha256'][:12]})"
+                        + (f" and none of player {player!r}" if player else "; name its player with --player"))
+    name = mine[0]["a"]
+    if other and any(r["a"] == name for r in other):
+        raise LineError(f"{ladder}: player {name!r} is another network in some pairings: not this champion's")
+    fitted = fit_dir(ladder)
+    keys = ("b", "b_spec", "date", "games", "wins", "losses", "draws", "win_rate", "elo", "elo_low", "elo_high",
+            "visits", "komi", "opening_moves", "seconds", "label")
+    lineage["ladder"] = {"champion": name, "source": str(ladder), "matched_by": matched_by,
+                         "anchor": fitted["anchor"],
+                         "matches": [{k: r[k] for k in keys if k in r} for r in mine]}
+    lineage["champion"] = {**lineage.get("champion", {}), "name": name,
+                           "rating": fitted["ratings"].get(name), "anchor": fitted["anchor"]}
+    write_json(lineage_file, lineage)
+    return lineage
+
+
 def main(argv: list[str] | None = None) -> int:
     from zero.config import ConfigError, load_params
 
@@ -136,8 +174,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
     ap.add_argument("--root", default=".")
     ap.add_argument("--models", default=None, help="where to write <tag>.pt and <tag>.json (default: ROOT/models)")
+    ap.add_argument("--ladder", default=None, metavar="DIR",
+                    help="instead of shipping: record the shipped champion's results in this `zero ladder --out` "
+                         "directory in its lineage")
+    ap.add_argument("--player", default=None, help="with --ladder: the champion's player name in pairings "
+                                                   "recorded without network hashes")
     args = ap.parse_args(argv)
     root = Path(args.root).resolve()
+    if args.ladder:
+        try:
+            params = load_params(root / args.params, args.set)
+            models = Path(args.models) if args.models else root / "models"
+            lineage = attach_ladder(models / f"{params.game.tag}.json", Path(args.ladder), args.player)
+        except (ConfigError, LineError, OSError, ValueError) as e:
+            print(f"flows.ship: error: {e}", file=sys.stderr)
+            return 2
+        for m in lineage["ladder"]["matches"]:
+            print(f"{lineage['ladder']['champion']} against {m['b']}: {m['wins']}-{m['losses']}-{m['draws']} "
+                  f"({m.get('date')}) recorded in {models / (params.game.tag + '.json')}")
+        return 0
     try:
         params = load_params(root / args.params, args.set)
         lineage = ship(root, params, args.params, Path(args.models) if args.models else None)

@@ -1,0 +1,68 @@
+"""flows.ship --ladder: a shipped champion's lineage carries its results against outside engines."""
+
+import hashlib
+import json
+import shutil
+
+import pytest
+
+from flows.layout import LineError
+from flows.ship import attach_ladder, main
+from zero.ladder import write_pairing
+
+
+@pytest.fixture
+def shipped(tmp_path):
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "go-9.pt").write_bytes(b"champion network")
+    sha = hashlib.sha256(b"champion network").hexdigest()
+    (models / "go-9.json").write_text(json.dumps({"line": "go-9", "sha256": sha, "ladder": None,
+                                                  "champion": {"generation": 11, "name": None, "rating": None}}))
+    return models, sha
+
+
+def test_the_champions_pairings_are_found_by_hash_and_rated_against_the_engine(shipped, tmp_path):
+    models, sha = shipped
+    lad = tmp_path / "lad"
+    write_pairing(lad, {"a": "g11", "b": "gnugo-l1", "a_sha256": sha, "wins": 3, "losses": 17, "draws": 0,
+                        "games": 20, "date": "2026-11-23", "visits": 200})
+    write_pairing(lad, {"a": "other", "b": "gnugo-l1", "a_sha256": "f" * 64, "wins": 1, "losses": 19, "draws": 0})
+    lineage = attach_ladder(models / "go-9.json", lad)
+    assert lineage == json.loads((models / "go-9.json").read_text())
+    assert lineage["ladder"]["champion"] == "g11" and lineage["ladder"]["matched_by"] == "sha256"
+    [match] = lineage["ladder"]["matches"]
+    assert (match["b"], match["wins"], match["losses"], match["date"]) == ("gnugo-l1", 3, 17, "2026-11-23")
+    assert lineage["champion"]["anchor"]["player"] == "gnugo-l1"
+    assert lineage["champion"]["rating"]["elo"] < 0 and lineage["champion"]["generation"] == 11
+
+
+def test_a_pairing_without_hashes_needs_the_player_named(shipped, tmp_path, capsys):
+    models, _ = shipped
+    lad = tmp_path / "lad"
+    write_pairing(lad, {"a": "fast-g11", "b": "gnugo-l1", "wins": 0, "losses": 20, "draws": 0})
+    before = (models / "go-9.json").read_bytes()
+    with pytest.raises(LineError, match="--player"):
+        attach_ladder(models / "go-9.json", lad)
+    assert (models / "go-9.json").read_bytes() == before  # nothing half-written
+    lineage = attach_ladder(models / "go-9.json", lad, player="fast-g11")
+    assert "predates" in lineage["ladder"]["matched_by"] and lineage["ladder"]["matches"][0]["losses"] == 20
+
+
+def test_the_command_records_the_committed_g11_ladder(tmp_path, capsys):
+    """The shipped 9x9 champion's own results (docs/strength/go-9-g11-gnugo) go into a copy of its lineage."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    models = tmp_path / "models"
+    shutil.copytree(repo / "models", models)
+    lineage = json.loads((models / "go-9.json").read_text())
+    if lineage["ladder"] is None:
+        code = main(["--params", str(repo / "campaigns" / "go-9.yaml"), "--root", str(repo), "--models", str(models),
+                     "--ladder", str(repo / "docs" / "strength" / "go-9-g11-gnugo"), "--player", "fast-g11"])
+        assert code == 0 and "0-20-0" in capsys.readouterr().out
+        lineage = json.loads((models / "go-9.json").read_text())
+    assert lineage["ladder"]["matches"][0]["b"] == "gnugo-l1"
+    assert main(["--params", str(repo / "campaigns" / "go-9.yaml"), "--root", str(repo), "--models", str(models),
+                 "--ladder", str(tmp_path / "nothing")]) == 2
+    assert "not a ladder directory" in capsys.readouterr().err
