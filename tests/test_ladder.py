@@ -194,3 +194,25 @@ def test_shipped_champions_load_and_are_the_default_player(capsys):
     out = capsys.readouterr()
     assert code == 0 and "shipped champion" in out.err
     assert json.loads(out.out)["wins"] == 4  # the shipped champion against random moves
+
+
+def test_a_ladder_at_a_time_a_move_plays_at_the_visits_that_time_buys(tmp_path, capsys):
+    """--seconds-per-move: the network's own engine measures what the time buys here; the match is
+    played at those visits and the pairing says so."""
+    from zero.cli import main
+
+    go_args = ["--set", "game.size=7", "--set", "network.size=b1c8", "--set", "network.value_hidden=8",
+               "--set", "gate.threads=1", "--set", "mcts.leaf_batch=4"]
+    model = tmp_path / "net.pt"
+    assert main(["init", "--out", str(model), *go_args]) == 0
+    out = tmp_path / "lad"
+    assert main(["ladder", *go_args, "--model", str(model), "--opponents", "random", "--games", "2",
+                 "--calibration-games", "0", "--seconds-per-move", "0.2", "--out", str(out)]) == 0
+    record = json.loads((out / "pairings" / "net--random--ladder.json").read_text())
+    timed = record["time_per_move"]
+    assert timed["seconds_per_move"] == 0.2 and len(timed["samples"]) == 3 and record["leaf_batch"] == 4
+    assert record["visits"] == timed["visits"] == sorted(s["visits"] for s in timed["samples"])[1] > 1
+    assert all(0.15 < s["seconds"] < 5 for s in timed["samples"])
+    assert f"buys net {record['visits']} visits" in capsys.readouterr().err
+    assert main(["ladder", *go_args, "--model", str(model), "--opponents", "random", "--games", "2",
+                 "--seconds-per-move", "0", "--out", str(out)]) == 2

@@ -313,8 +313,18 @@ def cmd_ladder(args) -> int:
                 key = f"{ladder.opponent_name(x)}--{ladder.opponent_name(y)}--calibration"
                 if not (out / "pairings" / f"{key}.json").is_file():
                     _ladder_match(params, x, y, None, args.calibration_games, args.seed + 1000 + i, out, "calibration")
+            extra = None
+            if args.seconds_per_move is not None:
+                if params.game.name != "go" or not 0 < args.seconds_per_move <= 600:
+                    raise UsageError("--seconds-per-move takes 0 to 600 seconds, on Go")
+                timed = ladder.visits_per_move(params, model, args.seconds_per_move)
+                print(f"{args.seconds_per_move:g} s a move buys {name} {timed['visits']} visits here "
+                      f"({timed['visits_per_second']:.0f} a second, leaf batch {params.mcts.leaf_batch}, "
+                      f"{params.gate.threads} threads)", file=sys.stderr)
+                params = params.model_copy(update={"ladder": cfg.model_copy(update={"visits": timed["visits"]})})
+                extra = {"time_per_move": timed, "leaf_batch": params.mcts.leaf_batch}
             for i, spec in enumerate(opponents):
-                _ladder_match(params, model, spec, name, games, args.seed + i, out, "ladder")
+                _ladder_match(params, model, spec, name, games, args.seed + i, out, "ladder", extra)
         fitted = ladder.fit_dir(out, anchor)
         png = ladder.plot_dir(out, fitted, Path(args.png) if args.png else None)
         rows = ladder.table(fitted, ladder.read_pairings(out))
@@ -324,7 +334,8 @@ def cmd_ladder(args) -> int:
     return 0
 
 
-def _ladder_match(params, a: str, b: str, a_name: str | None, games: int, seed: int, out: Path, label: str) -> None:
+def _ladder_match(params, a: str, b: str, a_name: str | None, games: int, seed: int, out: Path, label: str,
+                  extra: dict | None = None) -> None:
     from zero import ladder
 
     cfg = params.ladder
@@ -333,7 +344,7 @@ def _ladder_match(params, a: str, b: str, a_name: str | None, games: int, seed: 
     bar, tick = _progress(games, f"{label} games")
     with bar:
         rec = ladder.play_pairing(params, a, b, games, seed, cfg.visits, out, a_name, None, label,
-                                  cfg.concurrent_games, cfg.opening_moves, cfg.gnugo, progress=tick)
+                                  cfg.concurrent_games, cfg.opening_moves, cfg.gnugo, progress=tick, extra=extra)
     print(f"  {rec['wins']}-{rec['losses']}-{rec['draws']} in {rec['seconds']:.0f} s", file=sys.stderr)
 
 
@@ -451,6 +462,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--plot", default=None, metavar="DIR", help="only fit and plot this ladder directory")
     p.add_argument("--png", default=None, help="where to draw the plot (default: DIR/elo.png)")
+    p.add_argument("--seconds-per-move", type=float, default=None, metavar="S",
+                   help="Go: play at the visits S seconds of one game's search buy the network here "
+                        "(measured first with its leaf batch and gate.threads; recorded in each pairing)")
     p.set_defaults(fn=cmd_ladder)
 
     p = sub.add_parser("bench", parents=[common], help="measure speed and memory")

@@ -113,12 +113,44 @@ def openings(size: int, pairs: int, moves: int, seed: int) -> list[list[int]]:
     return out
 
 
+def visits_per_move(params, model: str, seconds: float, positions: int = 3, seed: int = 0) -> dict:
+    """The visits a move that `seconds` of one game's search buy `model` on this machine.
+
+    zero's own engine (the `zero gtp` search, with params.mcts.leaf_batch and params.gate.threads) thinks
+    `seconds` on `positions` Go positions (the empty board, then after 20 and 40 moves of its own play);
+    the median of the visits it reached is the answer. Returns {"visits", "seconds_per_move",
+    "visits_per_second", "samples"}.
+    """
+    from zero.engine import Engine, EngineConfig
+    from zero.games.go import GoPosition
+    from zero.network import set_threads
+
+    set_threads(params.gate.threads)
+    engine = Engine(EngineConfig.from_params(params, visits=10_000_000), model, seed=seed)
+    position = GoPosition.initial(params.game.size, params.game.komi, open_ended=True)
+    engine.think(position, seconds=min(seconds, 1.0))  # compiles the kernels before anything is timed
+    samples = []
+    for k in range(positions):
+        start = time.perf_counter()
+        search = engine.think(position, seconds=seconds)
+        elapsed = time.perf_counter() - start
+        visits = int(search.tree.root_visits(np.zeros(1, np.int32))[0])
+        samples.append({"moves": len(position.moves), "visits": visits, "seconds": round(elapsed, 3)})
+        for _ in range(20 if k < positions - 1 else 0):
+            position = position.play(engine.genmove(position, seconds=min(seconds, 0.2), resign=False))
+    median = sorted(s["visits"] for s in samples)[len(samples) // 2]
+    return {"visits": max(1, median), "seconds_per_move": seconds,
+            "visits_per_second": round(median / seconds, 1), "samples": samples}
+
+
 def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out_dir: str | Path,
                  a_name: str | None = None, b_name: str | None = None, label: str = "ladder",
-                 concurrent: int = 10, opening_moves: int = 2, gnugo: str = "gnugo", progress=None) -> dict:
+                 concurrent: int = 10, opening_moves: int = 2, gnugo: str = "gnugo", progress=None,
+                 extra: dict | None = None) -> dict:
     """Play `games` games (whole colour-swapped pairs) of a against b and record them in a ladder dir.
 
     `progress` is zero.match.run_match's: progress(games_done, games, positions) as each game ends.
+    `extra` goes into the record as it is (e.g. the time a move the visits stand for).
     Returns the pairing record (also written to pairings/<a>--<b>--<label>.json).
     """
     from zero.games import make_game
@@ -156,6 +188,7 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
         "rules": "tromp-taylor area, positional superko, refereed by zero",
         "seconds": round(time.time() - started, 1),
         "date": time.strftime("%Y-%m-%d"),
+        **(extra or {}),
     }
     write_pairing(out_dir, record)
     return record
