@@ -30,9 +30,19 @@ def compute_record(wall_s: float, gpus: int = 0, cpu_s: float | None = None) -> 
     return out
 
 
-def machine_compute(seconds: float, params=None) -> dict:
-    """The compute record of a flow's run of `seconds`: GPU-hours only where its params put a stage on a GPU."""
-    return compute_record(seconds, used_gpus(params) if params is not None else 0)
+def cpu_seconds() -> float:
+    """CPU time of this process and of its finished children (the stages' worker processes, DVC)."""
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def machine_compute(seconds: float, params=None, cpu_s: float | None = None) -> dict:
+    """The compute record of a flow's run of `seconds`: GPU-hours only where its params put a stage on a GPU;
+    with `cpu_s`, the CPU time the run's processes used beside wall time x cores (on a shared machine the
+    latter counts time lost to other jobs)."""
+    return compute_record(seconds, used_gpus(params) if params is not None else 0, cpu_s)
 
 
 def compute_of(record: dict) -> dict:

@@ -21,22 +21,15 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import resource
 import sys
 import time
 from pathlib import Path
 
 from flows import stages
-from flows.compute import compute_record, used_gpus
+from flows.compute import compute_record, cpu_seconds, used_gpus
 from flows.layout import Generation, LineError, Workspace, write_json
 
 MARK = "standalone.json"
-
-
-def _cpu_seconds() -> float:
-    """CPU time of this process and of its finished children (the stages' worker processes)."""
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def made_here(gen: Generation) -> dict | None:
@@ -84,7 +77,7 @@ def run(root: Path, params, generations: int | None = None, minutes: float | Non
         gen = ws.generation(tag, g)
         if gen.record_file.is_file():
             raise LineError(f"{gen.rel} was recorded by the flow but has no champion: repair it there first")
-        started, cpu0 = time.time(), _cpu_seconds()
+        started, cpu0 = time.time(), cpu_seconds()
         gparams, recipe = stages.generation_params(gen, params)
         _write_snapshot(ws, gen, gparams)
         shards = stages.selfplay(gen, workers)
@@ -97,7 +90,7 @@ def run(root: Path, params, generations: int | None = None, minutes: float | Non
         champion = stages.champion(gen)
         last_s = time.time() - started
         record = {"generation": g, "host": platform.node(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                  "compute": compute_record(last_s, used_gpus(gparams), _cpu_seconds() - cpu0),
+                  "compute": compute_record(last_s, used_gpus(gparams), cpu_seconds() - cpu0),
                   "recipe": recipe, "games": sum(s["games"] for s in shards),
                   "positions": sum(s["positions"] for s in shards),
                   "nn_evals": sum(s.get("nn_evals", 0) for s in shards),
