@@ -46,6 +46,18 @@ def test_bench_json(tmp_path):
     assert figures["settings"]["concurrent_games"] == 4 and figures["engine_moves_per_s"] > 0
 
 
+def test_bench_of_one_games_search_at_each_leaf_batch(tmp_path):
+    """--leaf-batches: the single-game engine's visits a second; batching needs fewer network calls a visit."""
+    run("init", "--out", "net.pt", cwd=tmp_path)
+    out = run("bench", "--json", "--model", "net.pt", "--leaf-batches", "1,4", "--visits", "24", "--threads", "1",
+              cwd=tmp_path)
+    rows = json.loads(out.stdout)["single_game"]
+    assert [r["leaf_batch"] for r in rows] == [1, 4]
+    assert all(r["visits_per_s"] > 0 and r["visits"] == 24 and r["moves"] == 6 and r["threads"] == 1 for r in rows)
+    proc = run("bench", "--leaf-batches", "0", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "--leaf-batches" in proc.stderr
+
+
 @pytest.mark.parametrize("args,needle", [
     (["selfplay", "--model", "missing.pt", "--out", "x.npz"], "missing.pt"),
     (["train", "--init", "bad.pt", "--data", "x.npz", "--out", "y.pt"], "bad.pt"),

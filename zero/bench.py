@@ -200,6 +200,37 @@ def measure_processes(params, model, processes: int, threads: int, seconds: floa
             **{k: round(v, 3 if "share" in k else 1) for k, v in total.items()}}
 
 
+def measure_single_game(params, model: str | None, leaf_batches: list[int], visits: int = 400, moves: int = 6,
+                        threads: int | None = None) -> list[dict]:
+    """Visits a second of one game's search (the `zero gtp` / `zero play` engine) at each leaf batch.
+
+    For each leaf batch: the engine thinks `visits` visits on the empty board and the `moves - 1` positions
+    its own moves lead to, a fresh tree each time (no reuse), after one untimed search that compiles the
+    kernels. threads: torch and numba threads (default params.gate.threads).
+    """
+    from zero.engine import Engine, EngineConfig
+    from zero.play import _start
+
+    set_threads(threads or params.gate.threads)
+    out = []
+    for lb in leaf_batches:
+        lp = params.model_copy(update={"mcts": params.mcts.model_copy(update={"leaf_batch": lb})})
+        engine = Engine(EngineConfig.from_params(lp, visits=visits), model, seed=0)
+        start = _start(make_game(params.game))
+        engine.analyse(start)  # compiles the kernels
+        position, searched, spent = start, 0, 0.0
+        for _ in range(moves):
+            engine.forget()  # a fresh tree: no reuse from the previous move
+            t = time.perf_counter()
+            policy, _ = engine.analyse(position)
+            spent += time.perf_counter() - t
+            searched += visits
+            position = position.play(int(np.argmax(policy)))
+        out.append({"leaf_batch": lb, "visits_per_s": round(searched / spent, 1), "visits": visits,
+                    "moves": moves, "threads": torch.get_num_threads(), "numba_threads": numba.get_num_threads()})
+    return out
+
+
 def run_bench(params, seconds: float = 20.0, concurrent: int = 128, visits: int = 100, quiet: bool = False,
               scan_games: list[int] | None = None, scan_threads: list[int] | None = None,
               model: str | None = None, warmup: float | None = None, profile: str | None = None,

@@ -381,6 +381,17 @@ def cmd_bench(args) -> int:
             raise UsageError(f"--games {games} with --visits {args.visits} on {params.game.tag} needs "
                              f"{need / 2**30:.1f} GiB of search trees, more than the "
                              f"{MAX_TREE_BYTES / 2**30:.0f} GiB limit")
+    if args.leaf_batches:
+        from zero.bench import measure_single_game
+
+        rows = measure_single_game(params, args.model, args.leaf_batches, args.visits, threads=args.threads)
+        if args.json:
+            print(json.dumps({"single_game": rows, "model": args.model, "game": params.game.tag}))
+        else:
+            for r in rows:
+                print(f"one game's search, leaf batch {r['leaf_batch']:>3}: {r['visits_per_s']:,.0f} visits/s "
+                      f"({r['visits']} visits a move, {r['moves']} moves, {r['threads']} threads)")
+        return 0
     if args.scan_games and not args.scan_threads:
         args.scan_threads = [params.selfplay.threads or (os.cpu_count() or 1)]
     result = run_bench(params, seconds=args.seconds, concurrent=args.games, visits=args.visits,
@@ -481,6 +492,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds of self-play before the steady figures (default: a tenth of --seconds)")
     p.add_argument("--processes", type=_counts(64), default=None, metavar="N,N,...",
                    help="also measure self-play in N processes at once, the cores split between them")
+    p.add_argument("--leaf-batches", type=_counts(256), default=None, metavar="N,N,...",
+                   help="instead of self-play: visits a second of one game's search (zero gtp's engine) at "
+                        "each leaf batch, --visits a move (e.g. 400), a fresh tree each move")
+    p.add_argument("--threads", type=_count(64), default=None,
+                   help="with --leaf-batches: torch and numba threads (default gate.threads)")
     p.add_argument("--profile", default=None, metavar="PATH",
                    help="also profile self-play: PATH.txt (cProfile), PATH.kernels.txt (torch profiler), PATH.pstats")
     p.set_defaults(fn=cmd_bench)

@@ -126,6 +126,10 @@ class Engine:
         """Change the board (e.g. size=13, komi=6.5); CheckpointError if the network cannot play it."""
         self._configure(self.game_config.model_copy(update=game_fields))
 
+    def forget(self) -> None:
+        """Drop the search tree: the next search starts from a fresh one (no reuse)."""
+        self._search, self._root = None, None
+
     # --- search ----------------------------------------------------------------
     def _fit(self, position) -> None:
         """Make the network fit the position's board (Go: another size), or raise ValueError."""
