@@ -24,7 +24,7 @@ from prefect.task_runners import ProcessPoolTaskRunner
 
 from flows import lineage, liveness, stages, standalone
 from flows.capacity import require_resources
-from flows.compute import cpu_seconds, machine_compute
+from flows.compute import machine_compute
 from flows.ladder import run_ladder
 from flows.layout import Generation, LineError, Workspace, write_json
 from flows.request import GenerationRequest
@@ -175,7 +175,7 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         params, recipe = stages.generation_params(gen, params)  # visits schedule, calibrated resignation
         log.info("zero-generation: %s generation %d in %s (params hash %s; self-play %d visits, resign below %.2f)",
                  tag, g, root, params.digest()[:12], recipe["selfplay_visits"], recipe["resign_threshold"])
-        started, cpu_started = time.time(), cpu_seconds()
+        started = time.time()
         lineage.ensure_dvc(root)
         ws.start(gen, params)
         facts = tracking.GenerationFacts.of(g, params, flow_run_id)  # seeds and code state, once
@@ -191,8 +191,7 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         record = tracking.generation_record(facts, tag, champ, selfplay, trained, gate, data, run_id, **promoted,
                                             seconds=time.time() - started)
         made = standalone.made_here(gen)  # made by flows.standalone elsewhere: its compute, not this run's
-        used_cpu = cpu_seconds() - cpu_started
-        record["compute"] = made["compute"] if made else machine_compute(record["seconds"], params, used_cpu)
+        record["compute"] = made["compute"] if made else machine_compute(record["seconds"], params)
         if made:
             record["standalone"] = {k: made[k] for k in ("host", "finished_at")}
         record["recipe"] = recipe

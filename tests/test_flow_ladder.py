@@ -34,8 +34,6 @@ def test_each_generation_is_laddered_and_rated(laddered):
     for rec in records:
         record = json.loads((root / "gens" / TAG / f"g{rec['generation']:04d}" / "generation.json").read_text())
         assert record["compute"]["cores"] >= 1 and record["compute"]["wall_s"] > 0
-        # the CPU time its processes used, beside wall time x cores (no more than the cores could give)
-        assert 0 < record["compute"]["cpu_s"] <= record["compute"]["wall_s"] * record["compute"]["cores"] * 1.05
         ladder = record["ladder"]
         champion = ladder["champion"]
         assert {m["b"] for m in ladder["matches"]} >= {"mcts-16", "random"}
