@@ -71,12 +71,12 @@ def player_spec(spec: str, gnugo: str = "gnugo") -> str:
 
 def spec_sha256(spec: str) -> str | None:
     """The sha256 of a network player's checkpoint (its options after `@` aside); None for other players."""
-    import hashlib
+    from zero.shards import file_sha256
 
     path = Path(spec.split("@", 1)[0])
     if spec.startswith(("gtp:", "gnugo:", "mcts:")) or not path.is_file():
         return None
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return file_sha256(path)
 
 
 def is_fixed_opponent(name: str) -> bool:
