@@ -5,6 +5,7 @@ how it is read back from a generation's record."""
 from __future__ import annotations
 
 import os
+import time
 
 
 def used_gpus(params) -> int:
@@ -36,6 +37,18 @@ def cpu_seconds() -> float:
 
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def stage_cpu_seconds() -> float:
+    """CPU time of this process so far, all its threads (torch's, numba's): a stage's own work is the
+    difference across it. A stage worker runs one stage at a time, so the difference is that stage's."""
+    return time.process_time()
+
+
+def fresh_cpu_seconds(results: list[dict]) -> float:
+    """The CPU time the stages behind `results` spent in this run: a result reused from the cache or from
+    a file an earlier run wrote counts nothing (its time was spent, and recorded, by that run)."""
+    return sum(r.get("cpu_s", 0.0) for r in results if not r.get("reused"))
 
 
 def machine_compute(seconds: float, params=None, cpu_s: float | None = None) -> dict:

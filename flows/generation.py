@@ -24,7 +24,7 @@ from prefect.task_runners import ProcessPoolTaskRunner
 
 from flows import lineage, liveness, stages, standalone
 from flows.capacity import require_resources
-from flows.compute import machine_compute
+from flows.compute import cpu_seconds, fresh_cpu_seconds, machine_compute
 from flows.ladder import run_ladder
 from flows.layout import Generation, LineError, Workspace, write_json
 from flows.request import GenerationRequest
@@ -175,7 +175,7 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         params, recipe = stages.generation_params(gen, params)  # visits schedule, calibrated resignation
         log.info("zero-generation: %s generation %d in %s (params hash %s; self-play %d visits, resign below %.2f)",
                  tag, g, root, params.digest()[:12], recipe["selfplay_visits"], recipe["resign_threshold"])
-        started = time.time()
+        started, flow_cpu = time.time(), cpu_seconds()
         lineage.ensure_dvc(root)
         ws.start(gen, params)
         facts = tracking.GenerationFacts.of(g, params, flow_run_id)  # seeds and code state, once
@@ -191,7 +191,8 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         record = tracking.generation_record(facts, tag, champ, selfplay, trained, gate, data, run_id, **promoted,
                                             seconds=time.time() - started)
         made = standalone.made_here(gen)  # made by flows.standalone elsewhere: its compute, not this run's
-        record["compute"] = made["compute"] if made else machine_compute(record["seconds"], params)
+        record["compute"] = made["compute"] if made else generation_compute(
+            record["seconds"], params, cpu_seconds() - flow_cpu, selfplay, trained, gate)
         if made:
             record["standalone"] = {k: made[k] for k in ("host", "finished_at")}
         record["recipe"] = recipe
@@ -204,6 +205,18 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
                  promoted["champion_after"]["version"])
     if params.ladder.enabled:
         record = _ladder_step(root, params, gen)
+    return record
+
+
+def generation_compute(seconds: float, params, flow_cpu_s: float, selfplay: list[dict], trained: dict,
+                       gate: dict) -> dict:
+    """The compute record of a generation made by this flow: wall time x cores, and the CPU time of the work
+    done in this run, stage by stage (each stage measures its own process; the flow's process counts its own
+    and its finished children's, DVC's hashing among them)."""
+    by_stage = {"selfplay": fresh_cpu_seconds(selfplay), "train": fresh_cpu_seconds([trained]),
+                "gate": gate.get("cpu_s", 0.0), "flow": flow_cpu_s}
+    record = machine_compute(seconds, params, sum(by_stage.values()))
+    record["cpu_s_by_stage"] = {k: round(v, 1) for k, v in by_stage.items()}
     return record
 
 
@@ -314,10 +327,10 @@ def run_train(tracker, gen: Generation, params, facts, champ: dict, selfplay: li
     run_id, resumed = open_generation_run(tracker, gen, params, facts, champ, data, selfplay)
     args = (str(gen.root), gen.rel, facts.params_hash, champ["sha256"], data["window_sha256"], run_id, tracker.uri)
     with _resources(params.pipeline.num_gpus):
-        summary = train_task.submit(*args).result()
+        summary = _reused(train_task.submit(*args))
     if not gen.candidate.is_file() or stages.file_sha256(gen.candidate) != summary["sha256"]:
         with _resources(params.pipeline.num_gpus):
-            summary = train_task.with_options(refresh_cache=True).submit(*args).result()
+            summary = _reused(train_task.with_options(refresh_cache=True).submit(*args))
     lineage.commit(gen.root, [gen.stage("train")])
     log_candidate(tracker, run_id, gen, summary)
     get_run_logger().info("train: candidate %s (sha256 %s), MLflow run %s%s", gen.candidate.name,
@@ -332,13 +345,14 @@ def run_gate(tracker, gen: Generation, params, champ: dict, run_id: str, candida
     root, digest = str(gen.root), params.digest()
 
     def ok(j, r):
-        part = {k: v for k, v in r.items() if k != "reused"}
+        part = {k: v for k, v in r.items() if k not in ("reused", "cpu_s")}
         return gen.gate_part(j).is_file() and json.loads(gen.gate_part(j).read_text()) == part
 
-    _fan_out(gate_part_task, lambda j: (root, gen.rel, j, digest, candidate_sha, champ["sha256"]),
+    parts = _fan_out(gate_part_task, lambda j: (root, gen.rel, j, digest, candidate_sha, champ["sha256"]),
              params.pipeline.gate_shards, params.pipeline.num_gpus, ok)
     stages.clean_tmp(gen.gate_dir)
     result = stages.gate_combine(gen)
+    result["cpu_s"] = fresh_cpu_seconds(parts)
     lineage.commit(gen.root, [gen.stage("gate")])
     log_gate(tracker, run_id, gen, result)
     get_run_logger().info("gate: candidate %s against version %s: %s", gate_text(result), champ["version"],

@@ -28,6 +28,7 @@ import traceback
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from flows.compute import stage_cpu_seconds
 from flows.layout import Generation, derive_seed, split_counts, write_json
 from flows.progress import StepProgress
 
@@ -188,7 +189,7 @@ def selfplay_shard(gen: Generation, k: int, load_network=None) -> dict:
     params = load_gen_params(gen)
     seed = derive_seed(params.pipeline.seed, gen.g, "selfplay", k)
     out, sgf = gen.shard(k), gen.shard_sgf_dir(k)
-    played = None
+    played, cpu0 = None, stage_cpu_seconds()
     if not (verify_shard(out) and sgf.is_dir()):
         share_cores(params.selfplay.threads, params.pipeline.selfplay_shards)
         tmp_sgf = _fresh_dir(sgf)
@@ -202,6 +203,7 @@ def selfplay_shard(gen: Generation, k: int, load_network=None) -> dict:
     if played is not None:
         stats["seconds"] = played["seconds"]
         stats["nn_evals"] = played["nn_evals"]
+        stats["cpu_s"] = round(stage_cpu_seconds() - cpu0, 2)
     return stats
 
 
@@ -311,6 +313,7 @@ def train(gen: Generation, on_step=None) -> dict:
             return {**kept["summary"], "trained": False}
         return {"seed": seed, "sha256": sha, "trained": False}
     share_cores(params.train.threads, 1)  # a reused worker process may have been set to fewer threads
+    cpu0 = stage_cpu_seconds()
     batch = params.train.batch_size
     with StepProgress(f"{gen.key} train", params.train.steps, unit="steps", key=f"{gen.key}-train") as report:
 
@@ -323,7 +326,8 @@ def train(gen: Generation, on_step=None) -> dict:
             params, gen.prev.champion, [str(p) for p in window_paths(gen)], gen.candidate, seed,
             on_step=step, meta={"generation": gen.g},
         )
-    summary.update(seed=seed, sha256=file_sha256(gen.candidate), trained=True)
+    summary.update(seed=seed, sha256=file_sha256(gen.candidate), trained=True,
+                   cpu_s=round(stage_cpu_seconds() - cpu0, 2))
     return summary
 
 
@@ -358,6 +362,7 @@ def gate_part(gen: Generation, j: int) -> dict:
         except ValueError:
             pass
     share_cores(params.gate.threads, params.pipeline.gate_shards)
+    cpu0 = stage_cpu_seconds()
     tmp_sgf = _fresh_dir(sgf)
     stop = GateTallies(gen, j, len(counts), params.gate.games, params.gate.threshold) if params.gate.sequential else None
     with StepProgress(f"{gen.key} gate part {j}", counts[j], key=f"{gen.key}-gate-{j}") as report:
@@ -368,7 +373,7 @@ def gate_part(gen: Generation, j: int) -> dict:
     _publish_dir(tmp_sgf, sgf)
     part = {"part": j, "seed": seed, "first_index": sum(counts[:j]), "scheduled": counts[j], **result.to_dict()}
     write_json(out, part)
-    return part
+    return {**part, "cpu_s": round(stage_cpu_seconds() - cpu0, 2)}  # this run's; a part read back has none
 
 
 class GateTallies:

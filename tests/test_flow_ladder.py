@@ -33,7 +33,13 @@ def test_each_generation_is_laddered_and_rated(laddered):
     assert {"g0001--g0000--gate", "g0002--g0001--gate", "mcts-16--random--calibration"} <= names
     for rec in records:
         record = json.loads((root / "gens" / TAG / f"g{rec['generation']:04d}" / "generation.json").read_text())
-        assert record["compute"]["cores"] >= 1 and record["compute"]["wall_s"] > 0
+        compute = record["compute"]
+        assert compute["cores"] >= 1 and compute["wall_s"] > 0
+        # the CPU time of the work, stage by stage, measured where it ran (the stages' worker processes)
+        stage_cpu = compute["cpu_s_by_stage"]
+        assert stage_cpu["selfplay"] > 0 and stage_cpu["train"] > 0 and stage_cpu["gate"] > 0
+        assert compute["cpu_s"] == pytest.approx(sum(stage_cpu.values()), abs=0.5)
+        assert compute["cpu_s"] <= compute["wall_s"] * compute["cores"] * 1.05  # no more than the cores gave
         ladder = record["ladder"]
         champion = ladder["champion"]
         assert {m["b"] for m in ladder["matches"]} >= {"mcts-16", "random"}

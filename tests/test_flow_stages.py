@@ -35,8 +35,11 @@ def test_a_finished_shard_is_not_replayed_and_a_corrupt_one_is(line):
     stamp = g1.shard(0).stat().st_mtime_ns
     again = stages.selfplay_shard(g1, 0)
     assert not again["replayed"] and g1.shard(0).stat().st_mtime_ns == stamp
-    assert {k: v for k, v in again.items() if k not in ("replayed", "seconds", "nn_evals")} == \
-        {k: v for k, v in first.items() if k not in ("replayed", "seconds", "nn_evals")}
+    # the CPU time of the shard's play, measured in its process; a shard kept from disk cost nothing now
+    assert 0 < first["cpu_s"] and "cpu_s" not in again
+    played_here = ("replayed", "seconds", "nn_evals", "cpu_s")
+    assert {k: v for k, v in again.items() if k not in played_here} == \
+        {k: v for k, v in first.items() if k not in played_here}
     g1.shard(0).write_bytes(g1.shard(0).read_bytes()[:100])  # a torn file
     redone = stages.selfplay_shard(g1, 0)
     assert redone["replayed"] and redone["sha256"] == first["sha256"]  # same seed, same bytes
@@ -51,8 +54,12 @@ def test_the_whole_generation_from_the_stage_functions(line):
     assert [s["path"] for s in window["shards"]] == [f"{g1.rel}/games/shard-000.npz", f"{g1.rel}/games/shard-001.npz"]
     assert [s["sha256"] for s in window["shards"]] == [s["sha256"] for s in shards]
     summary = stages.train(g1)
-    assert summary["trained"] and g1.candidate.is_file()
-    assert not stages.train(g1)["trained"]  # a candidate that loads is kept
+    assert summary["trained"] and g1.candidate.is_file() and summary["cpu_s"] > 0
+    kept = stages.train(g1)
+    assert not kept["trained"] and "cpu_s" not in kept  # a candidate that loads is kept, at no cost
+    part = stages.gate_part(g1, 0)
+    assert part["cpu_s"] > 0 and "cpu_s" not in json.loads(g1.gate_part(0).read_text())
+    assert "cpu_s" not in stages.gate_part(g1, 0)  # read back: played by the run before
     result = stages.gate(g1, workers=1)
     assert result["games"] == params.gate.games == result["wins"] + result["losses"] + result["draws"]
     assert result["champion_sha256"] == stages.file_sha256(g0.champion)
