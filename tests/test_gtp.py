@@ -467,6 +467,23 @@ def test_time_budget_stops_the_search_before_the_visits_cap(params):
     assert 1 <= int(engine._search.tree.root_visits(np.zeros(1, np.int32))[0]) < 20_000
 
 
+@pytest.mark.parametrize("in_flight", [1, 2])
+def test_a_time_budget_searches_leaf_batches(in_flight):
+    """Under time_settings the search still evaluates its leaves in batches (and batches in flight)."""
+    import numpy as np
+
+    from zero.engine import Engine, EngineConfig
+
+    params = load_params(None, TINY + ["mcts.leaf_batch=8", f"mcts.leaf_batches_in_flight={in_flight}"])
+    engine = Engine(EngineConfig.from_params(params, 20_000), checkpoint=None, seed=0)
+    gtp = GtpEngine(engine)
+    assert gtp.handle("time_settings 0 1 1") == "= \n\n"
+    assert gtp.handle("genmove b").startswith("= ")
+    visits = int(engine._search.tree.root_visits(np.zeros(1, np.int32))[0])
+    assert 16 <= visits < 20_000
+    assert engine.evaluator.nn_calls < visits / 4  # eight leaves a call, not one
+
+
 # --- loadsgf reads regular files only -----------------------------------------------
 
 

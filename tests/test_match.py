@@ -87,3 +87,19 @@ def test_match_sgfs_name_the_players_by_colour(tiny_params, tmp_path):
         black, white = ("random", "mcts:8") if i % 2 == 0 else ("mcts:8", "random")
         assert f"PB[{black}]" in text and f"PW[{white}]" in text
         parse_sgf(text)
+
+
+def test_a_network_spec_sets_its_leaf_batch_batches_in_flight_and_visits(tiny_params, tiny_checkpoint):
+    import pytest
+
+    game = make_game(tiny_params.game)
+    player = make_player(f"{tiny_checkpoint}@lb8@f2@v30", tiny_params, game, visits=40, seed=0)
+    assert (player.config.leaf_batch, player.config.leaf_batches_in_flight, player.config.visits) == (8, 2, 30)
+    plain = make_player(str(tiny_checkpoint), tiny_params, game, visits=40, seed=0)
+    assert (plain.config.leaf_batch, plain.config.leaf_batches_in_flight, plain.config.visits) == (1, 1, 40)
+    for bad in ("@f0", "@f17", "@x3", "@lb"):
+        with pytest.raises(ValueError, match="is not an option"):
+            make_player(f"{tiny_checkpoint}{bad}", tiny_params, game, visits=40)
+    # a match of the batched search (two batches in flight) against the plain one plays to the end
+    out = run_match(game, player, plain, num_games=4, seed=1, concurrent=4, opening_moves=2)
+    assert out.result.games == 4

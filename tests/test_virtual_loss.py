@@ -99,3 +99,114 @@ def test_the_batched_search_still_finds_the_only_block():
     search = Search(pos.game, UniformEvaluator(), 1, SearchConfig(visits=1500, fpu_reduction=0.0, leaf_batch=8))
     search.run(pos.batch, np.array([0]))
     assert pos.game.action_to_text(int(search.tree.N[0, 0].argmax())) == "E2"
+
+
+# --- leaf batches in flight (mcts.leaf_batches_in_flight) ---------------------------------------
+
+
+class Deferred(ByAction):
+    """`submit` keeps the leaves and `collect` evaluates them: a batch's values reach the tree only after
+    the next batch was selected, as with a network call running on another core. Counts the batches
+    waiting at once."""
+
+    def __init__(self):
+        self.waiting, self.most_waiting = 0, 0
+
+    def submit(self, game, batch, slots, paths, depth, inputs):
+        self.waiting += 1
+        self.most_waiting = max(self.most_waiting, self.waiting)
+        return game, batch, slots, np.array(paths), np.array(depth), inputs
+
+    def collect(self, handle):
+        self.waiting -= 1
+        return self.evaluate(*handle)
+
+
+@pytest.mark.parametrize("in_flight", [2, 4])
+def test_batches_in_flight_reach_the_visits_exactly_and_leave_no_virtual_visit(in_flight):
+    pos = GomokuPosition.initial(6, 6, 4).play("C3")
+    ev = Deferred()
+    search = Search(pos.game, ev, 1, SearchConfig(visits=300, leaf_batch=8, leaf_batches_in_flight=in_flight))
+    search.run(pos.batch, np.array([0], np.int32))
+    assert search.tree.root_visits(np.array([0]))[0] == 300
+    assert ev.most_waiting == in_flight and ev.waiting == 0
+    _check_tree(search.tree, 0)  # a leaf in flight is never selected again (it would be expanded twice)
+
+
+def test_batches_in_flight_search_several_games_each_to_its_visits():
+    pos = GomokuPosition.initial(6, 6, 4)
+    batch = pos.game.new_batch(3)
+    search = Search(pos.game, Deferred(), 3, SearchConfig(visits=90, leaf_batch=4, leaf_batches_in_flight=3))
+    search.run(batch, np.array([0, 1, 2], np.int32), visits=np.array([90, 40, 7]))
+    np.testing.assert_array_equal(search.tree.root_visits(np.array([0, 1, 2])), [90, 40, 7])
+    for slot in range(3):
+        _check_tree(search.tree, slot)
+
+
+def test_the_only_block_is_found_with_batches_in_flight():
+    board = """
+     X . . . . .
+     . . . . . .
+     X . . . . .
+     . . . . . .
+     X O O O . .
+     . . . . . .
+     """
+    pos = GomokuPosition.from_ascii(board, k=4, to_play=1)
+
+    class DeferredUniform(Deferred):
+        def evaluate(self, game, batch, slots, paths, depth, inputs):
+            return UniformEvaluator.evaluate(self, game, batch, slots, paths, depth, inputs)
+
+    search = Search(pos.game, DeferredUniform(), 1,
+                    SearchConfig(visits=1500, fpu_reduction=0.0, leaf_batch=8, leaf_batches_in_flight=2))
+    search.run(pos.batch, np.array([0]))
+    assert pos.game.action_to_text(int(search.tree.N[0, 0].argmax())) == "E2"
+
+
+@pytest.fixture(scope="module")
+def gomoku_net():
+    from zero.config import load_params
+    from zero.network import init_network
+
+    params = load_params(None, ["game.name=gomoku", "game.height=6", "game.width=6", "game.k=4",
+                                "network.size=b1c8", "network.value_hidden=8"])
+    pos = GomokuPosition.initial(6, 6, 4)
+    return init_network(params, pos.game, 0).eval(), pos
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_network_calls_on_worker_threads_give_the_synchronous_results(gomoku_net, fast):
+    """cpu_workers runs the calls on threads; the leaves' symmetries are drawn at submit, in order, so the
+    results are those of the calls made one after the other."""
+    from zero.evaluator import NetworkEvaluator
+
+    net, pos = gomoku_net
+    sym = pos.game.symmetries()
+    results = []
+    for workers in (0, 2):
+        ev = NetworkEvaluator(net, sym, seed=5, fast=fast, cpu_workers=workers)
+        search = Search(pos.game, ev, 1, SearchConfig(visits=200, leaf_batch=8))
+        # a tree of 64 visits (room for more) whose next leaves make the batches below
+        search.run(pos.batch, np.array([0], np.int32), visits=np.array([64]))
+        rows = search._select_virtual(np.array([0], np.int32), np.array([8], np.int32), np.nan)
+        inputs = search._leaf_inputs(pos.batch, rows)
+        before = ev.nn_positions
+        handles = [ev.submit(pos.game, pos.batch, rows[0], rows[1], rows[2], inputs) for _ in range(3)]
+        results.append([ev.collect(h) for h in handles])
+        assert ev.nn_positions - before == 3 * int(np.isnan(inputs.terminal_value).sum()) > 0
+    for (p0, v0), (p1, v1) in zip(*results):
+        np.testing.assert_allclose(p0, p1, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(v0, v1, rtol=1e-5, atol=1e-6)
+
+
+def test_a_network_search_with_batches_in_flight_on_worker_threads(gomoku_net):
+    from zero.evaluator import NetworkEvaluator
+
+    net, pos = gomoku_net
+    ev = NetworkEvaluator(net, pos.game.symmetries(), seed=1, cpu_workers=2)
+    search = Search(pos.game, ev, 1, SearchConfig(visits=200, leaf_batch=8, leaf_batches_in_flight=2))
+    search.run(pos.batch, np.array([0], np.int32))
+    assert search.tree.root_visits(np.array([0]))[0] == 200
+    assert ev.nn_calls < 200 / 4 and ev.nn_positions == search.evaluations
+    _check_tree(search.tree, 0)

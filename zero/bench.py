@@ -11,7 +11,6 @@ measure over numbers of concurrent games and of threads.
 
 from __future__ import annotations
 
-import os
 import platform
 import resource
 import threading
@@ -24,7 +23,8 @@ import torch
 from zero.evaluator import NetworkEvaluator, UniformEvaluator
 from zero.games import make_game
 from zero.games.go import GoGame
-from zero.network import check_network_fits, init_network, load_checkpoint, pick_device, search_network, set_threads
+from zero.network import (check_network_fits, init_network, load_checkpoint, pick_device, search_network, set_threads,
+                          usable_cores)
 from zero.selfplay import play_games
 
 
@@ -206,7 +206,8 @@ def measure_single_game(params, model: str | None, leaf_batches: list[int], visi
 
     For each leaf batch: the engine thinks `visits` visits on the empty board and the `moves - 1` positions
     its own moves lead to, a fresh tree each time (no reuse), after one untimed search that compiles the
-    kernels. threads: torch and numba threads (default params.gate.threads).
+    kernels. threads: torch and numba threads (default params.gate.threads); with
+    mcts.leaf_batches_in_flight > 1 the engine splits the cores between the batches in flight instead.
     """
     from zero.engine import Engine, EngineConfig
     from zero.play import _start
@@ -226,8 +227,10 @@ def measure_single_game(params, model: str | None, leaf_batches: list[int], visi
             spent += time.perf_counter() - t
             searched += visits
             position = position.play(int(np.argmax(policy)))
-        out.append({"leaf_batch": lb, "visits_per_s": round(searched / spent, 1), "visits": visits,
-                    "moves": moves, "threads": torch.get_num_threads(), "numba_threads": numba.get_num_threads()})
+        flight = lp.mcts.leaf_batches_in_flight if lb > 1 else 1
+        out.append({"leaf_batch": lb, "in_flight": flight, "visits_per_s": round(searched / spent, 1),
+                    "visits": visits, "moves": moves, "threads": torch.get_num_threads(),
+                    "numba_threads": numba.get_num_threads(), "fast_inference": lp.gate.fast_inference})
     return out
 
 
@@ -293,7 +296,7 @@ def run_bench(params, seconds: float = 20.0, concurrent: int = 128, visits: int 
                 f"({got['steady_evals_per_s']:,.0f} steady), {got['positions_per_s']:,.1f} positions/s, "
                 f"network busy {got['busy_share']:.0%} ({got['steady_busy_share']:.0%} steady)")
     multi = []
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = usable_cores()
     for n in processes or []:
         got = measure_processes(params, model, n, max(1, cores // n), seconds / 2, seconds / 8)
         multi.append(got)

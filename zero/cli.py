@@ -254,19 +254,23 @@ def cmd_match(args) -> int:
     return 0
 
 
-# An engine's search evaluates this many leaves of its one tree per network call (zero.virtual_loss).
+# An engine's search evaluates this many leaves of its one tree per network call (zero.virtual_loss),
+# with this many such calls at the network at once (on the CPU, each on its share of the cores).
 LEAF_BATCH = 8
+IN_FLIGHT = 2
 
 
-def _leaf_batched(params, leaf_batch: int):
-    """The params with mcts.leaf_batch set: an engine's single-game search, several leaves a network call."""
-    return params.model_copy(update={"mcts": params.mcts.model_copy(update={"leaf_batch": leaf_batch})})
+def _leaf_batched(params, args):
+    """The params with mcts.leaf_batch and leaf_batches_in_flight of the command line: an engine's
+    single-game search, several leaves a network call, several calls at once."""
+    return params.model_copy(update={"mcts": params.mcts.model_copy(
+        update={"leaf_batch": args.leaf_batch, "leaf_batches_in_flight": args.in_flight})})
 
 
 def cmd_gtp(args) -> int:
     from zero.gtp import run_gtp
 
-    params = _leaf_batched(_params(args), args.leaf_batch)
+    params = _leaf_batched(_params(args), args)
     return run_gtp(params, _model_or_shipped(params, args.model), args.visits, sys.stdin, sys.stdout) or 0
 
 
@@ -274,7 +278,7 @@ def cmd_play(args) -> int:
     from zero.games import make_game
     from zero.play import run_play
 
-    params = _leaf_batched(_params(args), args.leaf_batch)
+    params = _leaf_batched(_params(args), args)
     model = _model_or_shipped(params, args.model)
     if model is not None:
         _check_model(params, make_game(params.game), model)
@@ -449,6 +453,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--visits", type=_count(MAX_VISITS), default=None)
     p.add_argument("--leaf-batch", type=_count(256), default=LEAF_BATCH,
                    help=f"leaves evaluated per network call, under virtual loss (default {LEAF_BATCH}; 1: one)")
+    p.add_argument("--in-flight", type=_count(16), default=IN_FLIGHT,
+                   help=f"leaf batches at the network at once, each on its share of the cores (default {IN_FLIGHT})")
     p.set_defaults(fn=cmd_gtp)
 
     p = sub.add_parser("play", parents=[common], help="play against the engine in the terminal")
@@ -456,6 +462,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--visits", type=_count(MAX_VISITS), default=None)
     p.add_argument("--leaf-batch", type=_count(256), default=LEAF_BATCH,
                    help=f"leaves evaluated per network call, under virtual loss (default {LEAF_BATCH}; 1: one)")
+    p.add_argument("--in-flight", type=_count(16), default=IN_FLIGHT,
+                   help=f"leaf batches at the network at once, each on its share of the cores (default {IN_FLIGHT})")
     p.add_argument("--color", type=_colour, default="black", help="your colour: black or white")
     p.set_defaults(fn=cmd_play)
 

@@ -238,6 +238,7 @@ class SearchConfig:
     gumbel_c_visit, gumbel_c_scale: sigma(q) = (c_visit + max_b N(b)) * c_scale * q, q in [0, 1].
     leaf_batch: leaves each slot selects per round under virtual loss (zero.virtual_loss), for searches
         without root noise; 1: one leaf a round, the paper's search.
+    leaf_batches_in_flight: with leaf_batch > 1, batches at the evaluator at once (Search._run_in_flight).
     fill_own_eyes: False leaves the side to move's own single-point eyes out of the moves searched (Go).
     """
 
@@ -253,6 +254,7 @@ class SearchConfig:
     gumbel_c_visit: float = 50.0
     gumbel_c_scale: float = 1.0
     leaf_batch: int = 1
+    leaf_batches_in_flight: int = 1
     fill_own_eyes: bool = True
 
 
@@ -283,6 +285,10 @@ class MCTSConfig(_Section):
     # (matches, the ladder, zero gtp and zero play): more visits a second for one game, at some strength
     # per visit. 1: one leaf a round (the paper's search).
     leaf_batch: int = _int(1, ge=1, le=256, switch=True)
+    # With leaf_batch > 1: leaf batches of one search at the network at once, each selected under the
+    # virtual visits of the others; on the CPU each runs on its own core (torch's threads split between
+    # them), so one game's search uses several cores. 1: one batch at a time.
+    leaf_batches_in_flight: int = _int(1, ge=1, le=16, switch=True)
     # Go: false leaves the side to move's own single-point eyes (every neighbour its own stone, at most one
     # enemy diagonal, none on the edge) out of the moves zero searches, in self-play, matches and over GTP.
     # The rules are unchanged (an opponent's move there is legal); the rule of Pachi's and GNU Go's playouts,
@@ -296,6 +302,7 @@ class MCTSConfig(_Section):
                             forced_playouts_k=self.forced_playouts_k, root=self.root,
                             gumbel_considered=self.gumbel_considered, gumbel_c_visit=self.gumbel_c_visit,
                             gumbel_c_scale=self.gumbel_c_scale, leaf_batch=self.leaf_batch,
+                            leaf_batches_in_flight=self.leaf_batches_in_flight,
                             fill_own_eyes=self.fill_own_eyes)
 
 

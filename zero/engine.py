@@ -32,7 +32,8 @@ from zero.evaluator import NetworkEvaluator
 from zero.games import go_kernels as K
 from zero.games import make_game
 from zero.mcts import Search
-from zero.network import CheckpointError, init_network, load_checkpoint, pick_device, search_network
+from zero.network import (CheckpointError, init_network, load_checkpoint, pick_device, search_network,
+                          set_threads, usable_cores)
 
 LCB_Z = 1.96  # the lower confidence bound of a move's winrate is a 95% Wilson bound
 PV_MOVES = 40  # longest principal variation reported for a move
@@ -117,7 +118,11 @@ class Engine:
         self.game, self.game_config, self._net = game, game_config, net
         sym = game.symmetries() if self.config.symmetries else None
         searched = search_network(net, self.config.score_utility, self.config.score_utility_scale)
-        self.evaluator = NetworkEvaluator(searched, sym, self.seed, self.device, fast=self.config.fast_inference)
+        flight = self.config.search.leaf_batches_in_flight if self.config.search.leaf_batch > 1 else 1
+        if flight > 1 and self.device.type == "cpu":  # each batch in flight on its own share of the cores
+            set_threads(max(1, usable_cores() // flight))
+        self.evaluator = NetworkEvaluator(searched, sym, self.seed, self.device, fast=self.config.fast_inference,
+                                          cpu_workers=flight)
         self._low = (0, 0)  # (moves of the last genmove's position, own moves in a row below resign_threshold)
         self._search: Search | None = None  # built for the game of the positions searched
         self._root: tuple[tuple[int, ...], np.ndarray] | None = None  # (moves, hashes) at the tree's root
@@ -174,13 +179,16 @@ class Engine:
             s.run(position.batch, slots)
             return s
         deadline = None if seconds is None else time.monotonic() + max(0.0, seconds)
+        sc = self.config.search
+        # visits between two looks at the clock: two rounds of every leaf batch in flight (one with none)
+        step = 2 * sc.leaf_batch * sc.leaf_batches_in_flight if sc.leaf_batch > 1 else 1
         while True:
             n = int(s.tree.root_visits(slots)[0])
             if n >= self.visits or not np.isnan(s.tree.terminal[0, 0]):
                 return s
             if n >= 1 and ((deadline is not None and time.monotonic() >= deadline) or (stop is not None and stop())):
                 return s
-            s.visits = n + 1
+            s.visits = min(self.visits, n + step)
             s.run(position.batch, slots)
 
     def analyse(self, position, seconds: float | None = None) -> tuple[np.ndarray, float]:

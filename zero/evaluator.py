@@ -9,7 +9,9 @@ by the search itself; evaluators may return anything for them.
 
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import Future
 
 import numpy as np
 import torch
@@ -39,12 +41,16 @@ class NetworkEvaluator:
         fast: evaluate through zero.inference.LeafNet (batch norm folded; symmetries and softmax on the
             device; on CUDA, CUDA graphs over batch-size buckets). Changes the arithmetic slightly, so it
             is the params switch `fast_inference`; off keeps the eager path and its bytes.
+        cpu_workers: on the CPU, with more than 1, `submit` hands the network call to one of this many
+            threads and returns at once, so that many calls run at the same time, each on its own core
+            while torch's threads are split between them (mcts.leaf_batches_in_flight); the search
+            selects its next leaves meanwhile. Torch releases the interpreter lock inside its kernels.
 
     `evaluate` is `collect(submit(...))`. On CUDA, `submit` copies the planes into a pinned
     buffer, starts the transfer and the network on the device's stream and returns at once;
     `collect` waits for that call's results. Several calls may be in flight (zero.mcts's
     Search.run_groups keeps one per group of games), so the search of one group overlaps the
-    network call of another. On the CPU, `submit` runs the network before it returns.
+    network call of another. On the CPU, `submit` runs the network before it returns (without cpu_workers).
     `nn_seconds` is the time the network was busy: measured on the device between CUDA events,
     or as the wall time of each call on the CPU.
     """
@@ -53,7 +59,7 @@ class NetworkEvaluator:
     RING = 17  # pinned buffer sets on CUDA: more than the calls ever in flight at once (search_groups <= 16)
 
     def __init__(self, net: torch.nn.Module, symmetries: np.ndarray | None, seed: int = 0,
-                 device: torch.device | str = "cpu", half: bool = False, fast: bool = False):
+                 device: torch.device | str = "cpu", half: bool = False, fast: bool = False, cpu_workers: int = 0):
         self.net = net.eval()
         self.device = torch.device(device)
         self.cuda = self.device.type == "cuda"
@@ -65,6 +71,7 @@ class NetworkEvaluator:
         self.nn_seconds = 0.0  # time the network was busy, for the benchmark
         self.nn_positions = 0
         self.nn_calls = 0
+        self._counting = threading.Lock()
         self._pinned: list | None = None
         self.leaf_net = None
         if fast:
@@ -72,6 +79,11 @@ class NetworkEvaluator:
 
             self.leaf_net = LeafNet(net, symmetries, self.device, half=self.half)
             self._fast_pinned: list | None = None
+        self._workers = None
+        if cpu_workers > 1 and not self.cuda:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._workers = ThreadPoolExecutor(cpu_workers, thread_name_prefix="zero-network")
 
     def evaluate(self, game, batch, slots, paths, depth, inputs: LeafInputs):
         return self.collect(self.submit(game, batch, slots, paths, depth, inputs))
@@ -82,21 +94,27 @@ class NetworkEvaluator:
         if len(live) == 0:
             return inputs.legal, live, None, None
         if self.leaf_net is not None:
-            return inputs.legal, live, None, self._launch_fast(inputs, live)
+            sym = self._draw_symmetries(len(live))  # drawn here, in order, whichever thread runs the call
+            if self._workers is not None:
+                return inputs.legal, live, None, self._workers.submit(self._launch_fast, inputs, live, sym)
+            return inputs.legal, live, None, self._launch_fast(inputs, live, sym)
         planes = inputs.planes[live]
         n, c, h, w = planes.shape
-        sym = None
-        if self.perms is not None and len(self.perms) > 1:
-            sym = self._rng.integers(len(self.perms), size=n)
+        sym = self._draw_symmetries(n)
+        if sym is not None:
             flat = planes.reshape(n, c, h * w)
             # transformed[..., perm[s, a]] = planes[..., a]  <=>  transformed = planes[..., inverse[s]]
             gather = self.inverse[sym][:, : h * w]
             planes = np.take_along_axis(flat, gather[:, None, :], axis=2).reshape(n, c, h, w)
+        if self._workers is not None:
+            return inputs.legal, live, sym, self._workers.submit(self._launch, planes)
         return inputs.legal, live, sym, self._launch(planes)
 
     def collect(self, handle) -> tuple[np.ndarray, np.ndarray]:
         """(priors [L, A] over the legal actions, values [L]) of a `submit`ted batch of leaves."""
         legal, live, sym, call = handle
+        if isinstance(call, Future):
+            call = call.result()
         L, A = legal.shape
         priors = np.zeros((L, A), np.float32)
         values = np.zeros(L, np.float32)
@@ -116,18 +134,23 @@ class NetworkEvaluator:
         """Raw network call: ([n, A] logits, [n] values) for [n, C, H, W] planes."""
         return self._wait(self._launch(planes))
 
+    def _count(self, n: int, seconds: float = 0.0) -> None:
+        with self._counting:  # calls may run on several threads (cpu_workers)
+            self.nn_positions += n
+            self.nn_calls += 1 if n else 0
+            self.nn_seconds += seconds
+
     def _launch(self, planes: np.ndarray):
         planes = np.ascontiguousarray(planes, dtype=np.float32)
         n = len(planes)
-        self.nn_positions += n
-        self.nn_calls += 1
         if not self.cuda:
             start = time.perf_counter()
             with torch.inference_mode():
                 logits, value = self.net(torch.from_numpy(planes).to(self.device))
                 out = logits.float().numpy(), value.float().numpy()
-            self.nn_seconds += time.perf_counter() - start
+            self._count(n, time.perf_counter() - start)
             return out
+        self._count(n)
         x_host, logits_host, value_host = self._buffers(planes.shape)
         x_host[:n].numpy()[...] = planes
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -148,26 +171,27 @@ class NetworkEvaluator:
             return call
         done, begin, end, logits, value = call
         done.synchronize()  # this call's events have completed (a later call's may not have)
-        self.nn_seconds += begin.elapsed_time(end) / 1000.0
+        self._count(0, begin.elapsed_time(end) / 1000.0)
         return logits.numpy().copy(), value.numpy().copy()
 
-    def _launch_fast(self, inputs: LeafInputs, live: np.ndarray):
+    def _draw_symmetries(self, n: int) -> np.ndarray | None:
+        return self._rng.integers(len(self.perms), size=n) if self.perms is not None and len(self.perms) > 1 else None
+
+    def _launch_fast(self, inputs: LeafInputs, live: np.ndarray, sym: np.ndarray | None):
         """Start LeafNet on the live leaves: their planes, symmetries and legal masks go to the device."""
         n = len(live)
         every = n == len(inputs.terminal_value)
         planes = inputs.planes if every else inputs.planes[live]
         legal = inputs.legal if every else inputs.legal[live]
-        sym = self._rng.integers(len(self.perms), size=n) if self.perms is not None and len(self.perms) > 1 else None
-        self.nn_positions += n
-        self.nn_calls += 1
         net = self.leaf_net
         if not self.cuda:
             start = time.perf_counter()
             priors, value = net(torch.from_numpy(np.ascontiguousarray(planes, np.float32)),
                                 None if sym is None else torch.from_numpy(sym), torch.from_numpy(legal))
             out = priors.numpy(), value.numpy()
-            self.nn_seconds += time.perf_counter() - start
+            self._count(n, time.perf_counter() - start)
             return out
+        self._count(n)
         x_host, sym_host, legal_host, priors_host, value_host = self._fast_buffers(planes.shape, legal.shape[1])
         np.copyto(x_host[:n].numpy(), planes, casting="unsafe")  # the planes are 0/1: uint8 moves a quarter
         legal_host[:n].numpy()[...] = legal
@@ -192,7 +216,7 @@ class NetworkEvaluator:
             return call
         done, begin, end, priors, value = call
         done.synchronize()
-        self.nn_seconds += begin.elapsed_time(end) / 1000.0
+        self._count(0, begin.elapsed_time(end) / 1000.0)
         return priors.numpy(), value.numpy()
 
     def _fast_buffers(self, shape: tuple, A: int) -> tuple:

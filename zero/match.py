@@ -30,17 +30,22 @@ from zero.stats import MatchResult, gate_status
 ROLLOUT_C_PUCT = 3.0
 
 
+# A network player's options: key -> (largest value, what it sets).
+PLAYER_OPTIONS = {"lb": (256, "leaf batch"), "f": (16, "leaf batches in flight"), "v": (100_000, "visits")}
+
+
 def split_options(spec: str) -> tuple[str, dict]:
-    """`models/go-9.pt@lb8@v300` -> ("models/go-9.pt", {"lb": 8, "v": 300}): a network player's own leaf
-    batch (lb, 1 to 256) and visits a move (v, 1 to 100,000). ValueError names a bad option."""
+    """`models/go-9.pt@lb8@f2@v300` -> ("models/go-9.pt", {"lb": 8, "f": 2, "v": 300}): a network player's
+    own leaf batch (lb, 1 to 256), leaf batches in flight (f, 1 to 16) and visits a move (v, 1 to
+    100,000). ValueError names a bad option."""
     path, *parts = spec.split("@")
     options = {}
     for part in parts:
-        key = "lb" if part.startswith("lb") else "v" if part.startswith("v") else None
+        key = next((k for k in PLAYER_OPTIONS if part.startswith(k)), None)
         value = part[len(key or ""):]
-        top = 256 if key == "lb" else 100_000
-        if key is None or not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= top:
-            raise ValueError(f"player {spec!r}: {part!r} is not an option (@lb<1-256> leaf batch, @v<N> visits)")
+        if key is None or not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= PLAYER_OPTIONS[key][0]:
+            known = ", ".join(f"@{k}<1-{top}> {what}" for k, (top, what) in PLAYER_OPTIONS.items())
+            raise ValueError(f"player {spec!r}: {part!r} is not an option ({known})")
         options[key] = int(value)
     return path, options
 
@@ -52,13 +57,15 @@ def make_player(spec: str, params, game: Game, visits: int, seed: int = 0):
     `mcts:<rollouts>` (pure MCTS: random rollouts, every move tried once before
     any twice); `gtp:<command line>`
     (an external GTP engine such as `gtp:gnugo --mode gtp --level 1`). A network's
-    spec may end in `@lb<N>` (its search evaluates N leaves a call, mcts.leaf_batch) and
-    `@v<N>` (its own visits a move): `models/go-9.pt@lb8@v300` against `models/go-9.pt`.
+    spec may end in `@lb<N>` (its search evaluates N leaves a call, mcts.leaf_batch), `@f<N>` (N such
+    batches in flight, mcts.leaf_batches_in_flight) and `@v<N>` (its own visits a move):
+    `models/go-9.pt@lb8@v300` against `models/go-9.pt`.
     """
     mc, name = params.mcts, Path(spec).name
     if not spec.startswith(("gtp:", "mcts:")) and "@" in spec:
         spec, options = split_options(spec)
-        mc = mc.model_copy(update={"leaf_batch": options.get("lb", mc.leaf_batch)})
+        mc = mc.model_copy(update={"leaf_batch": options.get("lb", mc.leaf_batch),
+                                   "leaf_batches_in_flight": options.get("f", mc.leaf_batches_in_flight)})
         visits = options.get("v", visits)
     if spec.startswith("gtp:"):
         from zero.gtp_player import GtpPlayer

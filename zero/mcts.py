@@ -434,6 +434,11 @@ class Search:
         root edge each must take ([L] int32, -1: the usual rule), as Gumbel
         search's sequential halving does (zero.gumbel).
         """
+        c = self.config
+        if (c.leaf_batch > 1 and c.leaf_batches_in_flight > 1 and root_actions is None and noise_rngs is None
+                and hasattr(self.evaluator, "submit")):
+            self._run_in_flight(batch, np.asarray(slots, np.int32), visits)
+            return
         steps = self._rounds(batch, slots, noise_rngs, visits, root_actions, self._paths, self._depth, self._leaves)
         evaluate = self.evaluator.evaluate
         try:
@@ -446,6 +451,16 @@ class Search:
     def _virtual_round(self, batch, active: np.ndarray, per_slot: np.ndarray, fpu_value: float):
         """One round of up to per_slot[i] leaves per slot under virtual loss (zero.virtual_loss), as a
         generator step of `_rounds`: yields the leaves, is sent their (priors, values), backs them up."""
+        rows = self._select_virtual(active, per_slot, fpu_value)
+        inputs = self._leaf_inputs(batch, rows)
+        priors, values = yield rows[0], rows[1], rows[2], inputs
+        self._backup_virtual(rows, inputs, priors, values)
+
+    def _select_virtual(self, active: np.ndarray, per_slot: np.ndarray, fpu_value: float,
+                        busy: np.ndarray | None = None) -> tuple:
+        """Up to per_slot[i] leaves of each active slot, each path holding a virtual visit until
+        `_backup_virtual`: (row_slot, paths, depth, leaves). `busy`: keys (`_leaf_keys`) of leaves already in
+        flight; a walk that ends on one is taken back (the leaf would be expanded twice)."""
         from zero.virtual_loss import select_virtual, undo_virtual
 
         t, c = self.tree, self.config
@@ -456,13 +471,69 @@ class Search:
                            t.num_nodes, active, per_slot, float(c.c_puct), float(c.fpu_reduction), fpu_value,
                            paths, depth, leaves, row_slot)
         paths, depth, leaves, row_slot = paths[:n], depth[:n], leaves[:n], row_slot[:n]
-        inputs = self.game.leaf_inputs(batch, row_slot, paths, depth, want_planes=self.evaluator.needs_planes,
-                                     fill_own_eyes=c.fill_own_eyes)
-        priors, values = yield row_slot, paths, depth, inputs
+        if busy is not None and n:
+            clash = np.isin(self._leaf_keys(row_slot, leaves), busy)
+            if clash.any():
+                undo_virtual(t.N, t.W, t.parent, t.action, row_slot[clash], leaves[clash], int(clash.sum()))
+                keep = ~clash
+                paths, depth, leaves, row_slot = paths[keep], depth[keep], leaves[keep], row_slot[keep]
+        return row_slot, paths, depth, leaves
+
+    def _leaf_keys(self, row_slot: np.ndarray, leaves: np.ndarray) -> np.ndarray:
+        """One key per (slot, node) pair."""
+        return row_slot.astype(np.int64) * self.tree.N.shape[1] + leaves
+
+    def _leaf_inputs(self, batch, rows: tuple):
+        row_slot, paths, depth, _ = rows
+        return self.game.leaf_inputs(batch, row_slot, paths, depth, want_planes=self.evaluator.needs_planes,
+                                     fill_own_eyes=self.config.fill_own_eyes)
+
+    def _backup_virtual(self, rows: tuple, inputs, priors: np.ndarray, values: np.ndarray) -> None:
+        """Take back the rows' virtual visits and back up their evaluations."""
+        from zero.virtual_loss import undo_virtual
+
+        t = self.tree
+        row_slot, _, _, leaves = rows
         self.evaluations += int(np.isnan(inputs.terminal_value).sum())
-        undo_virtual(t.N, t.W, t.parent, t.action, row_slot, leaves, n)
+        undo_virtual(t.N, t.W, t.parent, t.action, row_slot, leaves, len(leaves))
         _expand_backup(t.N, t.W, t.P, t.parent, t.action, t.expanded, t.terminal, t.value,
                        row_slot, leaves, priors, values, inputs.legal, inputs.terminal_value)
+
+    def _run_in_flight(self, batch, slots: np.ndarray, visits) -> None:
+        """`run` without root noise, with up to `leaf_batches_in_flight` leaf batches at the evaluator at once.
+
+        Each batch is selected under the virtual visits of the batches still in flight (a leaf in flight is
+        never selected again), sent with the evaluator's `submit`, and backed up, oldest first, when its
+        `collect` returns; meanwhile the next batch is selected. With an evaluator whose `submit` returns at
+        once (NetworkEvaluator with cpu_workers, or on CUDA), the network works on one batch while the
+        tree chooses the next, and on the CPU the batches in flight run on as many cores.
+        """
+        if len(slots) == 0:
+            return
+        t, c = self.tree, self.config
+        target = self.visits if visits is None else np.minimum(np.asarray(visits), self.visits)
+        fpu_value = np.nan if c.fpu_value is None else float(c.fpu_value)
+        flight: list = []  # (rows, inputs, handle), oldest first
+        while True:
+            # the root's visits count the virtual visits in flight: no slot goes past its target
+            done = t.expanded[slots, 0] & ((t.root_visits(slots) >= target) | ~np.isnan(t.terminal[slots, 0]))
+            active = slots[~done]
+            if len(active) and len(flight) < c.leaf_batches_in_flight:
+                remaining = (target if np.ndim(target) == 0 else target[~done]) - t.root_visits(active)
+                per_slot = np.clip(remaining, 1, c.leaf_batch).astype(np.int32)
+                busy = np.concatenate([self._leaf_keys(r[0], r[3]) for r, _, _ in flight]) if flight else None
+                rows = self._select_virtual(active, per_slot, fpu_value, busy)
+                if len(rows[3]):
+                    inputs = self._leaf_inputs(batch, rows)
+                    handle = self.evaluator.submit(self.game, batch, rows[0], rows[1], rows[2], inputs)
+                    flight.append((rows, inputs, handle))
+                    continue
+            if not flight:
+                if len(active):  # with nothing in flight, every walk ends on a leaf it may take
+                    raise RuntimeError("search: no leaf selected with no batch in flight")
+                return
+            rows, inputs, handle = flight.pop(0)
+            self._backup_virtual(rows, inputs, *self.evaluator.collect(handle))
 
     def run_groups(self, batch, groups: list[tuple]) -> None:
         """Search disjoint groups of slots, each as `run(batch, slots, noise_rngs, visits)` would, with
