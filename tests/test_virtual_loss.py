@@ -6,7 +6,7 @@ import pytest
 from zero.config import SearchConfig
 from zero.evaluator import UniformEvaluator
 from zero.games.gomoku import GomokuPosition
-from zero.mcts import Search
+from zero.mcts import IN_FLIGHT_SHARE, Search
 
 
 class CountingUniform(UniformEvaluator):
@@ -70,12 +70,33 @@ def test_one_leaf_a_round_is_the_unbatched_search():
 
 def test_virtual_loss_spreads_one_round_over_several_root_moves():
     pos = GomokuPosition.initial(6, 6, 4)
-    counting = CountingUniform()
-    search = Search(pos.game, counting, 1, SearchConfig(visits=8, leaf_batch=8))
+
+    class FirstMoves(UniformEvaluator):
+        def __init__(self):
+            self.rounds = []  # the root moves each call's leaves lie under
+
+        def evaluate(self, game, batch, slots, paths, depth, inputs):
+            self.rounds.append(sorted(np.asarray(paths)[:, 0].tolist()) if max(depth) > 0 else [])
+            return super().evaluate(game, batch, slots, paths, depth, inputs)
+
+    ev = FirstMoves()
+    search = Search(pos.game, ev, 1, SearchConfig(visits=9 * IN_FLIGHT_SHARE, leaf_batch=8))
     search.run(pos.batch, np.array([0], np.int32))
-    # the root's own evaluation, then one round of eight leaves under eight different root moves
-    assert counting.calls == [1, 8]
-    assert (search.tree.N[0, 0] > 0).sum() == 8
+    # the root's own evaluation, then a round of eight leaves under eight different root moves
+    assert ev.rounds[0] == [] and len(ev.rounds[1]) == len(set(ev.rounds[1])) == 8
+
+
+def test_the_leaves_at_the_network_are_a_small_share_of_the_search():
+    """At most 1/IN_FLIGHT_SHARE of a search's visits wait on the network at once (at least one)."""
+    pos = GomokuPosition.initial(6, 6, 4)
+    for visits, most in ((20, 1), (100, 3), (400, 8)):
+        counting = CountingUniform()
+        Search(pos.game, counting, 1, SearchConfig(visits=visits, leaf_batch=8)).run(pos.batch, np.array([0]))
+        assert max(counting.calls) == most
+    deferred = Deferred()
+    Search(pos.game, deferred, 1, SearchConfig(visits=100, leaf_batch=8, leaf_batches_in_flight=4)).run(
+        pos.batch, np.array([0]))
+    assert deferred.most_leaves == 3
 
 
 def test_searches_with_root_noise_keep_one_leaf_a_round():
@@ -110,15 +131,17 @@ class Deferred(ByAction):
     waiting at once."""
 
     def __init__(self):
-        self.waiting, self.most_waiting = 0, 0
+        self.waiting, self.most_waiting = [], 0
+        self.most_leaves = 0
 
     def submit(self, game, batch, slots, paths, depth, inputs):
-        self.waiting += 1
-        self.most_waiting = max(self.most_waiting, self.waiting)
+        self.waiting.append(len(slots))
+        self.most_waiting = max(self.most_waiting, len(self.waiting))
+        self.most_leaves = max(self.most_leaves, sum(self.waiting))
         return game, batch, slots, np.array(paths), np.array(depth), inputs
 
     def collect(self, handle):
-        self.waiting -= 1
+        self.waiting.pop(0)
         return self.evaluate(*handle)
 
 
@@ -126,10 +149,10 @@ class Deferred(ByAction):
 def test_batches_in_flight_reach_the_visits_exactly_and_leave_no_virtual_visit(in_flight):
     pos = GomokuPosition.initial(6, 6, 4).play("C3")
     ev = Deferred()
-    search = Search(pos.game, ev, 1, SearchConfig(visits=300, leaf_batch=8, leaf_batches_in_flight=in_flight))
+    search = Search(pos.game, ev, 1, SearchConfig(visits=1000, leaf_batch=8, leaf_batches_in_flight=in_flight))
     search.run(pos.batch, np.array([0], np.int32))
-    assert search.tree.root_visits(np.array([0]))[0] == 300
-    assert ev.most_waiting == in_flight and ev.waiting == 0
+    assert search.tree.root_visits(np.array([0]))[0] == 1000
+    assert ev.most_waiting == in_flight and ev.waiting == []
     _check_tree(search.tree, 0)  # a leaf in flight is never selected again (it would be expanded twice)
 
 

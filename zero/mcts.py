@@ -397,6 +397,18 @@ def add_dirichlet_noise(tree: Tree, slots: np.ndarray, rngs: list, weight: float
         tree.P[b, 0, legal] = ((1 - weight) * tree.P[b, 0, legal] + weight * noise).astype(np.float32)
 
 
+# A search never has more than 1/IN_FLIGHT_SHARE of its visits (at least one) selected and waiting on the
+# network at once: leaves chosen under virtual loss, without each other's values, cost strength per visit,
+# and the more so the larger their share of the search (Gomoku 6x6 at 100 visits: 16 leaves at once lost
+# 119 Elo to one at a time; docs/strength/leaf-batch).
+IN_FLIGHT_SHARE = 32
+
+
+def in_flight_room(visits):
+    """The most leaves a search of `visits` visits (int or array) keeps at the network at once."""
+    return np.maximum(np.asarray(visits) // IN_FLIGHT_SHARE, 1)
+
+
 class Search:
     """Runs the batched search for a set of slots of a game batch.
 
@@ -519,8 +531,12 @@ class Search:
             done = t.expanded[slots, 0] & ((t.root_visits(slots) >= target) | ~np.isnan(t.terminal[slots, 0]))
             active = slots[~done]
             if len(active) and len(flight) < c.leaf_batches_in_flight:
-                remaining = (target if np.ndim(target) == 0 else target[~done]) - t.root_visits(active)
-                per_slot = np.clip(remaining, 1, c.leaf_batch).astype(np.int32)
+                goal = target if np.ndim(target) == 0 else target[~done]
+                waiting = np.zeros(len(t.N), np.int64)  # each slot's leaves in flight
+                for rows, _, _ in flight:
+                    np.add.at(waiting, rows[0], 1)
+                room = np.maximum(in_flight_room(goal) - waiting[active], 0)
+                per_slot = np.minimum(np.clip(goal - t.root_visits(active), 1, c.leaf_batch), room).astype(np.int32)
                 busy = np.concatenate([self._leaf_keys(r[0], r[3]) for r, _, _ in flight]) if flight else None
                 rows = self._select_virtual(active, per_slot, fpu_value, busy)
                 if len(rows[3]):
@@ -597,8 +613,9 @@ class Search:
             if len(active) == 0:
                 return
             if c.leaf_batch > 1 and root_actions is None and noise_rngs is None:
-                remaining = (target if np.ndim(target) == 0 else target[~done]) - t.root_visits(active)
-                per_slot = np.clip(remaining, 1, c.leaf_batch).astype(np.int32)
+                goal = target if np.ndim(target) == 0 else target[~done]
+                per_slot = np.clip(np.minimum(goal - t.root_visits(active), in_flight_room(goal)), 1,
+                                   c.leaf_batch).astype(np.int32)
                 yield from self._virtual_round(batch, active, per_slot, fpu_value)
                 continue
             L = len(active)
