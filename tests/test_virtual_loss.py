@@ -6,7 +6,7 @@ import pytest
 from zero.config import SearchConfig
 from zero.evaluator import UniformEvaluator
 from zero.games.gomoku import GomokuPosition
-from zero.mcts import IN_FLIGHT_SHARE, Search
+from zero.mcts import IN_FLIGHT_SHARE, Search, in_flight_room
 
 
 class CountingUniform(UniformEvaluator):
@@ -36,6 +36,9 @@ def _check_tree(tree, slot):
         if not tree.expanded[slot, node]:
             continue
         p, a = tree.parent[slot, node], tree.action[slot, node]
+        if not np.isnan(tree.terminal[slot, node]):  # a finished game: each visit backs up its result
+            assert tree.W[slot, p, a] == pytest.approx(-tree.terminal[slot, node] * tree.N[slot, p, a], abs=1e-4)
+            continue
         below = tree.N[slot, node].sum()
         assert tree.N[slot, p, a] == below + 1
         # W of the edge is minus the node's own value and its children's W (sign flips per ply)
@@ -70,24 +73,19 @@ def test_one_leaf_a_round_is_the_unbatched_search():
 
 def test_virtual_loss_spreads_one_round_over_several_root_moves():
     pos = GomokuPosition.initial(6, 6, 4)
-
-    class FirstMoves(UniformEvaluator):
-        def __init__(self):
-            self.rounds = []  # the root moves each call's leaves lie under
-
-        def evaluate(self, game, batch, slots, paths, depth, inputs):
-            self.rounds.append(sorted(np.asarray(paths)[:, 0].tolist()) if max(depth) > 0 else [])
-            return super().evaluate(game, batch, slots, paths, depth, inputs)
-
-    ev = FirstMoves()
-    search = Search(pos.game, ev, 1, SearchConfig(visits=9 * IN_FLIGHT_SHARE, leaf_batch=8))
-    search.run(pos.batch, np.array([0], np.int32))
-    # the root's own evaluation, then a round of eight leaves under eight different root moves
-    assert ev.rounds[0] == [] and len(ev.rounds[1]) == len(set(ev.rounds[1])) == 8
+    search = Search(pos.game, UniformEvaluator(), 1, SearchConfig(visits=400, leaf_batch=8))
+    search.run(pos.batch, np.array([0], np.int32), visits=np.array([300]))
+    rows = search._select_virtual(np.array([0], np.int32), np.array([8], np.int32), np.nan)
+    first_moves = rows[1][:, 0]
+    # eight leaves of one round: each walk sees the others' virtual losses and turns to other root moves
+    assert len(rows[3]) == 8 and len(set(first_moves.tolist())) >= 4
 
 
 def test_the_leaves_at_the_network_are_a_small_share_of_the_search():
-    """At most 1/IN_FLIGHT_SHARE of a search's visits wait on the network at once (at least one)."""
+    """At most 1/IN_FLIGHT_SHARE of a search's visits wait on the network at once (at least one), and at
+    most twice that share of its root's visits so far."""
+    assert in_flight_room(1000, 0) == 1 and in_flight_room(1000, 64) == 4 and in_flight_room(100, 5000) == 3
+    assert IN_FLIGHT_SHARE == 32
     pos = GomokuPosition.initial(6, 6, 4)
     for visits, most in ((20, 1), (100, 3), (400, 8)):
         counting = CountingUniform()
@@ -228,8 +226,26 @@ def test_a_network_search_with_batches_in_flight_on_worker_threads(gomoku_net):
 
     net, pos = gomoku_net
     ev = NetworkEvaluator(net, pos.game.symmetries(), seed=1, cpu_workers=2)
-    search = Search(pos.game, ev, 1, SearchConfig(visits=200, leaf_batch=8, leaf_batches_in_flight=2))
+    search = Search(pos.game, ev, 1, SearchConfig(visits=1000, leaf_batch=8, leaf_batches_in_flight=2))
     search.run(pos.batch, np.array([0], np.int32))
-    assert search.tree.root_visits(np.array([0]))[0] == 200
-    assert ev.nn_calls < 200 / 4 and ev.nn_positions == search.evaluations
+    assert search.tree.root_visits(np.array([0]))[0] == 1000
+    assert ev.nn_calls < 1000 / 4 and ev.nn_positions == search.evaluations
+    _check_tree(search.tree, 0)
+
+
+@pytest.mark.parametrize("in_flight", [1, 3])
+def test_a_stopped_search_backs_up_what_is_in_flight_and_returns(in_flight):
+    """`stop` (an engine's time budget) ends the search between rounds with no virtual visit left."""
+    pos = GomokuPosition.initial(6, 6, 4).play("C3")
+    ev = Deferred()
+    calls = []
+
+    def stop():
+        calls.append(1)
+        return len(calls) > 40
+
+    search = Search(pos.game, ev, 1, SearchConfig(visits=100_000, leaf_batch=8, leaf_batches_in_flight=in_flight))
+    search.run(pos.batch, np.array([0], np.int32), stop=stop)
+    visits = search.tree.root_visits(np.array([0]))[0]
+    assert 1 <= visits <= 41 * 8 and len(calls) > 40 and ev.waiting == []
     _check_tree(search.tree, 0)

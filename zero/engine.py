@@ -173,23 +173,14 @@ class Engine:
         """
         self._fit(position)
         s = self._tree_for(position)
-        slots = np.zeros(1, np.int32)
-        if seconds is None and stop is None:
-            s.visits = self.visits
-            s.run(position.batch, slots)
-            return s
         deadline = None if seconds is None else time.monotonic() + max(0.0, seconds)
-        sc = self.config.search
-        # visits between two looks at the clock: two rounds of every leaf batch in flight (one with none)
-        step = 2 * sc.leaf_batch * sc.leaf_batches_in_flight if sc.leaf_batch > 1 else 1
-        while True:
-            n = int(s.tree.root_visits(slots)[0])
-            if n >= self.visits or not np.isnan(s.tree.terminal[0, 0]):
-                return s
-            if n >= 1 and ((deadline is not None and time.monotonic() >= deadline) or (stop is not None and stop())):
-                return s
-            s.visits = min(self.visits, n + step)
-            s.run(position.batch, slots)
+
+        def halt() -> bool:  # asked between rounds, once the root is expanded (there is a move)
+            return (deadline is not None and time.monotonic() >= deadline) or (stop is not None and stop())
+
+        s.visits = self.visits
+        s.run(position.batch, np.zeros(1, np.int32), stop=None if seconds is None and stop is None else halt)
+        return s
 
     def analyse(self, position, seconds: float | None = None) -> tuple[np.ndarray, float]:
         """Search `position`: (visit distribution [A], root value for the side to move)."""

@@ -397,16 +397,19 @@ def add_dirichlet_noise(tree: Tree, slots: np.ndarray, rngs: list, weight: float
         tree.P[b, 0, legal] = ((1 - weight) * tree.P[b, 0, legal] + weight * noise).astype(np.float32)
 
 
-# A search never has more than 1/IN_FLIGHT_SHARE of its visits (at least one) selected and waiting on the
-# network at once: leaves chosen under virtual loss, without each other's values, cost strength per visit,
-# and the more so the larger their share of the search (Gomoku 6x6 at 100 visits: 16 leaves at once lost
-# 119 Elo to one at a time; docs/strength/leaf-batch).
+# A search keeps at most 1/IN_FLIGHT_SHARE of its visits (at least one leaf) selected and waiting on the
+# network at once, and at most twice that share of the visits its root has so far: leaves chosen under
+# virtual loss, without each other's values, cost strength per visit, the more so the larger their share
+# of the search (Gomoku 6x6 at 100 visits: 16 leaves at once lost 119 Elo to one at a time;
+# docs/strength/leaf-batch). The second bound lets a search on a time budget (whose visits are not known
+# in advance) grow its batches as its tree grows.
 IN_FLIGHT_SHARE = 32
 
 
-def in_flight_room(visits):
-    """The most leaves a search of `visits` visits (int or array) keeps at the network at once."""
-    return np.maximum(np.asarray(visits) // IN_FLIGHT_SHARE, 1)
+def in_flight_room(visits, root_visits):
+    """The most leaves a search of `visits` visits whose roots have `root_visits` keeps at the network at
+    once (ints or arrays)."""
+    return np.maximum(np.minimum(np.asarray(visits), 2 * np.asarray(root_visits)) // IN_FLIGHT_SHARE, 1)
 
 
 class Search:
@@ -434,8 +437,9 @@ class Search:
         self.evaluations = 0  # leaves sent to the evaluator (not finished games)
 
     def run(self, batch, slots: np.ndarray, noise_rngs: list | None = None,
-            visits: np.ndarray | None = None, root_actions=None) -> None:
-        """Search every slot in `slots` until its root has `visits` visits.
+            visits: np.ndarray | None = None, root_actions=None, stop=None) -> None:
+        """Search every slot in `slots` until its root has `visits` visits, or until `stop()` is true once
+        every root is expanded (checked between rounds; an engine's time budget).
 
         With noise_rngs (one numpy Generator per slot, or None for a slot searched
         without noise), Dirichlet noise of the config's weight and alpha is mixed
@@ -449,9 +453,10 @@ class Search:
         c = self.config
         if (c.leaf_batch > 1 and c.leaf_batches_in_flight > 1 and root_actions is None and noise_rngs is None
                 and hasattr(self.evaluator, "submit")):
-            self._run_in_flight(batch, np.asarray(slots, np.int32), visits)
+            self._run_in_flight(batch, np.asarray(slots, np.int32), visits, stop)
             return
-        steps = self._rounds(batch, slots, noise_rngs, visits, root_actions, self._paths, self._depth, self._leaves)
+        steps = self._rounds(batch, slots, noise_rngs, visits, root_actions, self._paths, self._depth, self._leaves,
+                             stop)
         evaluate = self.evaluator.evaluate
         try:
             request = next(steps)
@@ -511,7 +516,7 @@ class Search:
         _expand_backup(t.N, t.W, t.P, t.parent, t.action, t.expanded, t.terminal, t.value,
                        row_slot, leaves, priors, values, inputs.legal, inputs.terminal_value)
 
-    def _run_in_flight(self, batch, slots: np.ndarray, visits) -> None:
+    def _run_in_flight(self, batch, slots: np.ndarray, visits, stop=None) -> None:
         """`run` without root noise, with up to `leaf_batches_in_flight` leaf batches at the evaluator at once.
 
         Each batch is selected under the virtual visits of the batches still in flight (a leaf in flight is
@@ -530,12 +535,14 @@ class Search:
             # the root's visits count the virtual visits in flight: no slot goes past its target
             done = t.expanded[slots, 0] & ((t.root_visits(slots) >= target) | ~np.isnan(t.terminal[slots, 0]))
             active = slots[~done]
+            if stop is not None and len(active) and t.expanded[slots, 0].all() and stop():
+                active = active[:0]  # no new leaves: the batches in flight are backed up, then it returns
             if len(active) and len(flight) < c.leaf_batches_in_flight:
                 goal = target if np.ndim(target) == 0 else target[~done]
                 waiting = np.zeros(len(t.N), np.int64)  # each slot's leaves in flight
                 for rows, _, _ in flight:
                     np.add.at(waiting, rows[0], 1)
-                room = np.maximum(in_flight_room(goal) - waiting[active], 0)
+                room = np.maximum(in_flight_room(goal, t.root_visits(active)) - waiting[active], 0)
                 per_slot = np.minimum(np.clip(goal - t.root_visits(active), 1, c.leaf_batch), room).astype(np.int32)
                 busy = np.concatenate([self._leaf_keys(r[0], r[3]) for r, _, _ in flight]) if flight else None
                 rows = self._select_virtual(active, per_slot, fpu_value, busy)
@@ -545,7 +552,7 @@ class Search:
                     flight.append((rows, inputs, handle))
                     continue
             if not flight:
-                if len(active):  # with nothing in flight, every walk ends on a leaf it may take
+                if len(active) and (stop is None or not stop()):  # with nothing in flight a walk finds a leaf
                     raise RuntimeError("search: no leaf selected with no batch in flight")
                 return
             rows, inputs, handle = flight.pop(0)
@@ -587,7 +594,7 @@ class Search:
                 item[1] = submit(self.game, batch, *request)
 
     def _rounds(self, batch, slots: np.ndarray, noise_rngs, visits, root_actions, paths_buf, depth_buf,
-                leaves_buf):
+                leaves_buf, stop=None):
         """The search of `run` as a generator: yields each round's leaves as (slots, paths, depth, inputs)
         and is sent their (priors, values). The scratch buffers hold at least len(slots) rows."""
         slots = np.asarray(slots, np.int32)
@@ -610,12 +617,12 @@ class Search:
                 (t.root_visits(slots) >= target) | ~np.isnan(t.terminal[slots, 0])
             )
             active = slots[~done]
-            if len(active) == 0:
+            if len(active) == 0 or (stop is not None and t.expanded[slots, 0].all() and stop()):
                 return
             if c.leaf_batch > 1 and root_actions is None and noise_rngs is None:
                 goal = target if np.ndim(target) == 0 else target[~done]
-                per_slot = np.clip(np.minimum(goal - t.root_visits(active), in_flight_room(goal)), 1,
-                                   c.leaf_batch).astype(np.int32)
+                room = in_flight_room(goal, t.root_visits(active))
+                per_slot = np.clip(np.minimum(goal - t.root_visits(active), room), 1, c.leaf_batch).astype(np.int32)
                 yield from self._virtual_round(batch, active, per_slot, fpu_value)
                 continue
             L = len(active)
