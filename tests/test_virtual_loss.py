@@ -29,6 +29,33 @@ class ByAction(UniformEvaluator):
         return priors, np.cos(first * 1.7 + np.asarray(depth)).astype(np.float32) * 0.8
 
 
+class Deferred(ByAction):
+    """`submit` keeps the leaves and `collect` evaluates them: a batch's values reach the tree only after
+    the next batch was selected, as with a network call running on another core. Counts the batches
+    waiting at once."""
+
+    def __init__(self):
+        self.waiting, self.most_waiting = [], 0
+        self.most_leaves = 0
+
+    def submit(self, game, batch, slots, paths, depth, inputs):
+        self.waiting.append(len(slots))
+        self.most_waiting = max(self.most_waiting, len(self.waiting))
+        self.most_leaves = max(self.most_leaves, sum(self.waiting))
+        return game, batch, slots, np.array(paths), np.array(depth), inputs
+
+    def collect(self, handle):
+        self.waiting.pop(0)
+        return self.evaluate(*handle)
+
+
+class DeferredUniform(Deferred):
+    """Deferred, with uniform priors and value 0."""
+
+    def evaluate(self, game, batch, slots, paths, depth, inputs):
+        return UniformEvaluator.evaluate(self, game, batch, slots, paths, depth, inputs)
+
+
 def _check_tree(tree, slot):
     """Every node's visits are its children's plus its own evaluation: no virtual visit is left behind."""
     n = tree.num_nodes[slot]
@@ -105,7 +132,8 @@ def test_searches_with_root_noise_keep_one_leaf_a_round():
     assert max(counting.calls) == 1
 
 
-def test_the_batched_search_still_finds_the_only_block():
+@pytest.mark.parametrize("in_flight", [1, 2])
+def test_the_batched_search_still_finds_the_only_block(in_flight):
     board = """
      X . . . . .
      . . . . . .
@@ -115,32 +143,12 @@ def test_the_batched_search_still_finds_the_only_block():
      . . . . . .
      """
     pos = GomokuPosition.from_ascii(board, k=4, to_play=1)
-    search = Search(pos.game, UniformEvaluator(), 1, SearchConfig(visits=1500, fpu_reduction=0.0, leaf_batch=8))
+    # with batches in flight, each batch's values reach the tree only after the next batch is selected
+    evaluator = UniformEvaluator() if in_flight == 1 else DeferredUniform()
+    search = Search(pos.game, evaluator, 1, SearchConfig(visits=1500, fpu_reduction=0.0, leaf_batch=8,
+                                                         leaf_batches_in_flight=in_flight))
     search.run(pos.batch, np.array([0]))
     assert pos.game.action_to_text(int(search.tree.N[0, 0].argmax())) == "E2"
-
-
-# --- leaf batches in flight (mcts.leaf_batches_in_flight) ---------------------------------------
-
-
-class Deferred(ByAction):
-    """`submit` keeps the leaves and `collect` evaluates them: a batch's values reach the tree only after
-    the next batch was selected, as with a network call running on another core. Counts the batches
-    waiting at once."""
-
-    def __init__(self):
-        self.waiting, self.most_waiting = [], 0
-        self.most_leaves = 0
-
-    def submit(self, game, batch, slots, paths, depth, inputs):
-        self.waiting.append(len(slots))
-        self.most_waiting = max(self.most_waiting, len(self.waiting))
-        self.most_leaves = max(self.most_leaves, sum(self.waiting))
-        return game, batch, slots, np.array(paths), np.array(depth), inputs
-
-    def collect(self, handle):
-        self.waiting.pop(0)
-        return self.evaluate(*handle)
 
 
 @pytest.mark.parametrize("in_flight", [2, 4])
@@ -162,27 +170,6 @@ def test_batches_in_flight_search_several_games_each_to_its_visits():
     np.testing.assert_array_equal(search.tree.root_visits(np.array([0, 1, 2])), [90, 40, 7])
     for slot in range(3):
         _check_tree(search.tree, slot)
-
-
-def test_the_only_block_is_found_with_batches_in_flight():
-    board = """
-     X . . . . .
-     . . . . . .
-     X . . . . .
-     . . . . . .
-     X O O O . .
-     . . . . . .
-     """
-    pos = GomokuPosition.from_ascii(board, k=4, to_play=1)
-
-    class DeferredUniform(Deferred):
-        def evaluate(self, game, batch, slots, paths, depth, inputs):
-            return UniformEvaluator.evaluate(self, game, batch, slots, paths, depth, inputs)
-
-    search = Search(pos.game, DeferredUniform(), 1,
-                    SearchConfig(visits=1500, fpu_reduction=0.0, leaf_batch=8, leaf_batches_in_flight=2))
-    search.run(pos.batch, np.array([0]))
-    assert pos.game.action_to_text(int(search.tree.N[0, 0].argmax())) == "E2"
 
 
 @pytest.fixture(scope="module")
