@@ -87,6 +87,9 @@ class Engine:
         checkpoint: a network checkpoint, or None for a freshly initialised network.
         seed: seeds the fresh network, the symmetry draws and the ownership playouts.
         playouts: random playouts behind each ownership estimate (Go).
+
+    With mcts.leaf_batches_in_flight F > 1 (and a leaf batch) on the CPU, the engine's network calls run on
+    F worker threads and it sets torch's and numba's threads to this process's cores divided by F.
     """
 
     def __init__(self, config: EngineConfig, checkpoint: str | None = None, seed: int = 0, playouts: int = 256):

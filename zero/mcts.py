@@ -552,7 +552,7 @@ class Search:
                     flight.append((rows, inputs, handle))
                     continue
             if not flight:
-                if len(active) and (stop is None or not stop()):  # with nothing in flight a walk finds a leaf
+                if len(active):  # with nothing in flight, a walk always ends on a leaf it may take
                     raise RuntimeError("search: no leaf selected with no batch in flight")
                 return
             rows, inputs, handle = flight.pop(0)
