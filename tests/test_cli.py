@@ -58,6 +58,23 @@ def test_bench_of_one_games_search_at_each_leaf_batch(tmp_path):
     assert proc.returncode == 2 and "--leaf-batches" in proc.stderr
 
 
+def test_bench_of_one_games_search_on_a_time_budget_with_batches_in_flight(tmp_path):
+    """--seconds-per-move: the visits a move that time buys each search (what the ladder plays at)."""
+    go = ["--set", "game.name=go", "--set", "game.size=7"]
+    run("init", "--out", "net.pt", *go, cwd=tmp_path)
+    out = run("bench", "--json", "--model", "net.pt", "--leaf-batches", "1,8", "--visits", "24",
+              "--seconds-per-move", "0.2", "--set", "mcts.leaf_batches_in_flight=2", *go, cwd=tmp_path)
+    rows = json.loads(out.stdout)["single_game"]
+    assert [(r["leaf_batch"], r["in_flight"]) for r in rows] == [(1, 1), (8, 2)]
+    for r in rows:
+        timed = r["time_per_move"]
+        assert timed["seconds_per_move"] == 0.2 and timed["visits"] >= 1 and len(timed["samples"]) == 3
+    run("init", "--out", "gomoku.pt", cwd=tmp_path)
+    proc = run("bench", "--model", "gomoku.pt", "--leaf-batches", "8", "--seconds-per-move", "0.2", cwd=tmp_path,
+               check=False)
+    assert proc.returncode != 0 and "--seconds-per-move measures Go positions" in proc.stderr
+
+
 @pytest.mark.parametrize("args,needle", [
     (["selfplay", "--model", "missing.pt", "--out", "x.npz"], "missing.pt"),
     (["train", "--init", "bad.pt", "--data", "x.npz", "--out", "y.pt"], "bad.pt"),

@@ -201,13 +201,15 @@ def measure_processes(params, model, processes: int, threads: int, seconds: floa
 
 
 def measure_single_game(params, model: str | None, leaf_batches: list[int], visits: int = 400, moves: int = 6,
-                        threads: int | None = None) -> list[dict]:
+                        threads: int | None = None, seconds_per_move: float | None = None) -> list[dict]:
     """Visits a second of one game's search (the `zero gtp` / `zero play` engine) at each leaf batch.
 
     For each leaf batch: the engine thinks `visits` visits on the empty board and the `moves - 1` positions
     its own moves lead to, a fresh tree each time (no reuse), after one untimed search that compiles the
     kernels. threads: torch and numba threads (default params.gate.threads); with
     mcts.leaf_batches_in_flight > 1 the engine splits the cores between the batches in flight instead.
+    With seconds_per_move (Go), each row also has `time_per_move`: the visits that many seconds of its
+    search buy a move (zero.ladder.visits_per_move, what `zero ladder --seconds-per-move` plays at).
     """
     from zero.engine import Engine, EngineConfig
     from zero.play import _start
@@ -228,9 +230,15 @@ def measure_single_game(params, model: str | None, leaf_batches: list[int], visi
             searched += visits
             position = position.play(int(np.argmax(policy)))
         flight = lp.mcts.leaf_batches_in_flight if lb > 1 else 1
-        out.append({"leaf_batch": lb, "in_flight": flight, "visits_per_s": round(searched / spent, 1),
-                    "visits": visits, "moves": moves, "threads": torch.get_num_threads(),
-                    "numba_threads": numba.get_num_threads(), "fast_inference": lp.gate.fast_inference})
+        row = {"leaf_batch": lb, "in_flight": flight, "visits_per_s": round(searched / spent, 1),
+               "visits": visits, "moves": moves, "threads": torch.get_num_threads(),
+               "numba_threads": numba.get_num_threads(), "fast_inference": lp.gate.fast_inference}
+        if seconds_per_move is not None:
+            from zero.ladder import visits_per_move
+
+            timed = lp.model_copy(update={"gate": lp.gate.model_copy(update={"threads": threads or lp.gate.threads})})
+            row["time_per_move"] = visits_per_move(timed, model, seconds_per_move)
+        out.append(row)
     return out
 
 

@@ -388,13 +388,20 @@ def cmd_bench(args) -> int:
     if args.leaf_batches:
         from zero.bench import measure_single_game
 
-        rows = measure_single_game(params, args.model, args.leaf_batches, args.visits, threads=args.threads)
+        if args.seconds_per_move is not None and params.game.name != "go":
+            raise UsageError("--seconds-per-move measures Go positions; this params file plays "
+                             f"{params.game.name}")
+        rows = measure_single_game(params, args.model, args.leaf_batches, args.visits, threads=args.threads,
+                                   seconds_per_move=args.seconds_per_move)
         if args.json:
             print(json.dumps({"single_game": rows, "model": args.model, "game": params.game.tag}))
         else:
             for r in rows:
-                print(f"one game's search, leaf batch {r['leaf_batch']:>3}: {r['visits_per_s']:,.0f} visits/s "
-                      f"({r['visits']} visits a move, {r['moves']} moves, {r['threads']} threads)")
+                timed = r.get("time_per_move")
+                print(f"one game's search, leaf batch {r['leaf_batch']:>3}, {r['in_flight']} in flight: "
+                      f"{r['visits_per_s']:,.0f} visits/s ({r['visits']} visits a move, {r['moves']} moves, "
+                      f"{r['threads']} threads)" + (f"; {timed['seconds_per_move']:g} s a move buys "
+                                                    f"{timed['visits']:,} visits" if timed else ""))
         return 0
     if args.scan_games and not args.scan_threads:
         args.scan_threads = [params.selfplay.threads or (os.cpu_count() or 1)]
@@ -505,6 +512,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "each leaf batch, --visits a move (e.g. 400), a fresh tree each move")
     p.add_argument("--threads", type=_count(64), default=None,
                    help="with --leaf-batches: torch and numba threads (default gate.threads)")
+    p.add_argument("--seconds-per-move", type=_seconds, default=None,
+                   help="with --leaf-batches (Go): also the visits this many seconds of the search buy a move")
     p.add_argument("--profile", default=None, metavar="PATH",
                    help="also profile self-play: PATH.txt (cProfile), PATH.kernels.txt (torch profiler), PATH.pstats")
     p.set_defaults(fn=cmd_bench)
