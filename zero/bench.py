@@ -212,14 +212,14 @@ def measure_single_game(params, model: str | None, leaf_batches: list[int], visi
     search buy a move (zero.ladder.visits_per_move, what `zero ladder --seconds-per-move` plays at).
     """
     from zero.engine import Engine, EngineConfig
-    from zero.play import _start
+    from zero.play import initial_position
 
     set_threads(threads or params.gate.threads)
     out = []
     for lb in leaf_batches:
         lp = params.model_copy(update={"mcts": params.mcts.model_copy(update={"leaf_batch": lb})})
         engine = Engine(EngineConfig.from_params(lp, visits=visits), model, seed=0)
-        start = _start(make_game(params.game))
+        start = initial_position(make_game(params.game))
         engine.analyse(start)  # compiles the kernels
         position, searched, spent = start, 0, 0.0
         for _ in range(moves):

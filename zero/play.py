@@ -77,7 +77,8 @@ class _Screen:
             self.stdout.flush()
 
 
-def _start(game):
+def initial_position(game):
+    """The empty board of `game` (a zero.games game: Go or Gomoku) as a position to play from."""
     if game.name == "go":
         from zero.games.go import GoPosition
 
@@ -126,7 +127,7 @@ def run_play(params, model: str | None, visits: int | None, human_color, stdin: 
             return 2
     game = engine.game
     screen = _Screen(stdout)
-    history = [_start(game)]
+    history = [initial_position(game)]
 
     screen.say(f"zero: {game.name} on {game.height}x{game.width}; you are {_NAME[human]} ({_STONE[human]}).")
     if game.name == "go":
