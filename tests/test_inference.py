@@ -166,3 +166,24 @@ def test_cuda_graphs_give_the_eager_call_s_answer():
         torch.testing.assert_close(p1, p0, atol=1e-5, rtol=1e-4)
         torch.testing.assert_close(v1, v0, atol=1e-5, rtol=1e-4)
     assert graphed.captures == 2
+
+
+def test_on_the_cpu_the_convolutions_run_channels_last_and_give_the_eager_answer():
+    """The CPU's fast path keeps its convolution weights in channels-last layout (oneDNN's NHWC kernels) and
+    evaluates a leaf's planes in that layout; the answer is the eager network's to float rounding."""
+    _, game, net = _net(NETS[1])
+    leaf = LeafNet(net, game.symmetries(), torch.device("cpu"))
+    convs = [m for m in leaf.net.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert leaf.channels_last and convs
+    assert all(c.weight.is_contiguous(memory_format=torch.channels_last) for c in convs)
+    assert not any(c.weight.is_contiguous(memory_format=torch.channels_last) and c.weight.shape[2] > 1
+                   for c in net.modules() if isinstance(c, torch.nn.Conv2d))  # the original is untouched
+    rng = np.random.default_rng(5)
+    planes = torch.from_numpy((rng.random((16, game.num_planes, 7, 7)) < 0.3).astype(np.float32))
+    legal = torch.from_numpy(rng.random((16, game.num_actions)) < 0.7)
+    priors, values = leaf(planes, None, legal)
+    with torch.no_grad():
+        logits, want_values = net(planes)
+    want = torch.softmax(logits.masked_fill(~legal, float("-inf")), dim=1)
+    torch.testing.assert_close(priors, want, atol=2e-6, rtol=1e-5)
+    torch.testing.assert_close(values, want_values, atol=2e-6, rtol=1e-5)

@@ -8,10 +8,11 @@ the leaf's board symmetry applied to its input planes, the network, the
 symmetry taken back off the policy logits and the softmax over the legal actions,
 all in torch on the device. On CUDA each call is a replay of a CUDA graph captured
 once per batch-size bucket (a batch is padded up to the next bucket), so a call
-costs a few launches instead of one per kernel. On the CPU the same code runs eagerly.
+costs a few launches instead of one per kernel. On the CPU the same code runs eagerly,
+its convolutions in channels-last layout.
 
-Folding and float32 softmax change the arithmetic (priors agree with the eager
-path to about 1e-6), so the evaluator takes this path only under the params switch
+Folding, the CPU's channels-last convolutions and float32 softmax change the arithmetic
+(priors agree with the eager path to about 1e-6), so the evaluator takes this path only under the params switch
 `fast_inference` (zero.config), and the off value keeps every shard's bytes.
 """
 
@@ -94,6 +95,11 @@ class LeafNet:
         self.half = half and self.cuda
         self.dtype = torch.bfloat16 if self.half else torch.float32
         self.net = fold_batchnorm(net).to(self.device, self.dtype)  # bf16 weights: no autocast casts per call
+        # On the CPU the convolutions run in channels-last layout (oneDNN's NHWC kernels): 1.3-1.6 times
+        # the positions a second of the default layout for b6c64 9x9 at batches of 16 to 256 on one core.
+        self.channels_last = not self.cuda
+        if self.channels_last:
+            self.net = self.net.to(memory_format=torch.channels_last)
         # "emulate": the bucketed static buffers of the graph path, replayed eagerly (a CPU stand-in for tests)
         self.graphs = "emulate" if graphs == "emulate" else bool(graphs) and self.cuda
         self.perms = self.inverse = None
@@ -112,6 +118,8 @@ class LeafNet:
             # transformed[..., perm[s, a]] = planes[..., a]  <=>  transformed = planes[..., inverse[s]]
             gather = self.inverse[sym][:, : h * w]
             x = torch.gather(x.reshape(n, c, h * w), 2, gather[:, None, :].expand(n, c, h * w)).reshape(n, c, h, w)
+        if self.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
         logits, value = self.net(x)
         logits = logits.float()
         if self.perms is not None and sym is not None:
