@@ -58,6 +58,21 @@ def test_bench_of_one_games_search_at_each_leaf_batch(tmp_path):
     assert proc.returncode == 2 and "--leaf-batches" in proc.stderr
 
 
+def test_bench_of_training_with_and_without_channels_last(tmp_path):
+    """--train: training positions a second under the train section's switches, a model's network or a fresh one."""
+    run("init", "--out", "net.pt", "--set", "network.size=b2c16", cwd=tmp_path)
+    rows = []
+    for on in ("false", "true"):
+        out = run("bench", "--json", "--train", "--seconds", "1", "--model", "net.pt", "--threads", "1",
+                  "--set", "network.size=b2c16", "--set", "train.batch_size=16", "--set", f"train.channels_last={on}",
+                  cwd=tmp_path)
+        rows.append(json.loads(out.stdout)["train"])
+    assert [r["channels_last"] for r in rows] == [False, True]
+    for r in rows:
+        assert r["batch_size"] == 16 and r["steps"] >= 1 and r["positions_per_s"] > 0 and r["threads"] == 1
+        assert r["seconds"] >= 1 and r["device"] == "cpu"
+
+
 def test_bench_of_one_games_search_on_a_time_budget_with_batches_in_flight(tmp_path):
     """--seconds-per-move: the visits a move that time buys each search (what the ladder plays at)."""
     go = ["--set", "game.name=go", "--set", "game.size=7"]

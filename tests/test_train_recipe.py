@@ -232,3 +232,42 @@ def test_mixed_precision_changes_nothing_on_the_cpu(tmp_path):
               on_step=lambda step, m, on=on: losses[on].append((m["policy_loss"], m["value_loss"])))
     assert losses[False] == losses[True]
     assert file_sha256(tmp_path / "False.pt") == file_sha256(tmp_path / "True.pt")
+
+
+# --- channels-last layout on the CPU ---------------------------------------------------------------
+
+
+def test_channels_last_trains_the_same_network_to_float_rounding_and_saves_a_plain_checkpoint(tmp_path, monkeypatch):
+    init = init_net(tmp_path, aux_heads=True)
+    shards = [write(tmp_path, f"s{i}.npz", recipe_shard(i)) for i in range(2)]
+    layouts = []  # the layout of each training batch and of the first convolution's weight
+    forward_aux = ZeroNet.forward_aux
+
+    def spy(net, x):
+        conv = next(m for m in net.modules() if isinstance(m, torch.nn.Conv2d))
+        layouts.append((x.is_contiguous(memory_format=torch.channels_last),
+                        conv.weight.is_contiguous(memory_format=torch.channels_last)))
+        return forward_aux(net, x)
+
+    monkeypatch.setattr(ZeroNet, "forward_aux", spy)
+    losses = {}
+    for on in (False, True):
+        losses[on], layouts[:] = [], []
+        train(tiny_params(steps=8, channels_last=on), init, shards, tmp_path / f"{on}.pt", seed=6,
+              on_step=lambda step, m, on=on: losses[on].append((m["policy_loss"], m["value_loss"])))
+        assert layouts == [(on, on)] * 8
+    np.testing.assert_allclose(np.array(losses[True]), np.array(losses[False]), rtol=1e-4, atol=1e-5)
+    off, on = weights(tmp_path / "False.pt"), weights(tmp_path / "True.pt")
+    assert off.keys() == on.keys()
+    for k in off:
+        torch.testing.assert_close(on[k], off[k], rtol=1e-3, atol=1e-4)
+    net, _ = load_checkpoint(tmp_path / "True.pt")
+    assert all(p.is_contiguous() for p in net.state_dict().values())  # saved in the default layout
+
+
+def test_channels_last_is_a_switch():
+    from zero.config import load_params
+
+    base = load_params(None, [])
+    assert load_params(None, ["train.channels_last=false"]).digest() == base.digest()
+    assert load_params(None, ["train.channels_last=true"]).digest() != base.digest()

@@ -242,6 +242,18 @@ def measure_single_game(params, model: str | None, leaf_batches: list[int], visi
     return out
 
 
+def measure_train(params, model: str | None, seconds: float, threads: int | None = None) -> dict:
+    """Training positions a second of the params' network (or `model`'s) under its train section
+    (zero.train.measure_training), with `threads` torch threads (default train.threads)."""
+    from zero.train import measure_training
+
+    threads = threads or params.train.threads
+    set_threads(threads)
+    game = make_game(params.game)
+    net = _network(params, game, torch.device("cpu"), model)
+    return {**measure_training(net, params.train, seconds), "threads": threads}
+
+
 def run_bench(params, seconds: float = 20.0, concurrent: int = 128, visits: int = 100, quiet: bool = False,
               scan_games: list[int] | None = None, scan_threads: list[int] | None = None,
               model: str | None = None, warmup: float | None = None, profile: str | None = None,

@@ -403,6 +403,17 @@ def cmd_bench(args) -> int:
                       f"{r['threads']} threads)" + (f"; {timed['seconds_per_move']:g} s a move buys "
                                                     f"{timed['visits']:,} visits" if timed else ""))
         return 0
+    if args.train:
+        from zero.bench import measure_train
+
+        row = measure_train(params, args.model, args.seconds, threads=args.threads)
+        if args.json:
+            print(json.dumps({"train": row, "model": args.model, "game": params.game.tag}))
+        else:
+            print(f"training, batch {row['batch_size']}: {row['positions_per_s']:,.0f} positions/s "
+                  f"({row['steps']} steps in {row['seconds']:.1f} s, {row['threads']} threads, "
+                  f"channels_last {str(row['channels_last']).lower()}, {row['device']})")
+        return 0
     if args.scan_games and not args.scan_threads:
         args.scan_threads = [params.selfplay.threads or (os.cpu_count() or 1)]
     result = run_bench(params, seconds=args.seconds, concurrent=args.games, visits=args.visits,
@@ -510,8 +521,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--leaf-batches", type=_counts(256), default=None, metavar="N,N,...",
                    help="instead of self-play: visits a second of one game's search (zero gtp's engine) at "
                         "each leaf batch, --visits a move (e.g. 400), a fresh tree each move")
+    p.add_argument("--train", action="store_true",
+                   help="instead of self-play: training positions a second (the train section's batch size, "
+                        "switches and device; random positions), for --seconds")
     p.add_argument("--threads", type=_count(64), default=None,
-                   help="with --leaf-batches: torch and numba threads (default gate.threads)")
+                   help="with --leaf-batches: torch and numba threads (default gate.threads); "
+                        "with --train: torch threads (default train.threads)")
     p.add_argument("--seconds-per-move", type=_seconds, default=None,
                    help="with --leaf-batches (Go): also the visits this many seconds of the search buy a move")
     p.add_argument("--profile", default=None, metavar="PATH",

@@ -384,6 +384,9 @@ class TrainConfig(_ComputeSection):
         in the window (samples per training / new positions per generation); fewer steps when above it.
     holdout_share: share of the newest generation's games held out of training, for a held-out loss.
     mixed_precision: bf16 autocast on CUDA; no effect on the CPU.
+    channels_last: on the CPU, the network and its batches in channels-last layout (oneDNN's NHWC
+        convolutions: 1.15-1.25 times the positions a second for b6c64 9x9 on one core); the same
+        training up to float rounding, so a switch. No effect on CUDA.
     """
 
     batch_size: int = _int(256, ge=1, le=MAX_BATCH)
@@ -401,6 +404,7 @@ class TrainConfig(_ComputeSection):
     max_samples_per_position: float | None = _float(None, gt=0, le=1_000_000, switch=True)
     holdout_share: float = _float(0.0, ge=0, lt=1, switch=True)
     mixed_precision: bool = _bool(False, switch=True)
+    channels_last: bool = _bool(False, switch=True)
 
 
 class GateConfig(_ComputeSection):

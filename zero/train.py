@@ -305,6 +305,47 @@ def _step_losses(net, x, pi, z, aux, device, amp: bool) -> dict:
     return losses
 
 
+def measure_training(net, cfg, seconds: float, seed: int = 0) -> dict:
+    """Training positions a second of `net` under the train section `cfg` (its batch size, mixed precision,
+    channels_last, device; torch threads as set by the caller): SGD steps of train's loss, the auxiliary
+    losses too when the network has their heads, on random positions and targets. The network is trained
+    in place (pass a copy). One warm-up step is not timed."""
+    device = pick_device(cfg.device)
+    amp = cfg.mixed_precision and device.type == "cuda"
+    layout = torch.channels_last if cfg.channels_last and device.type == "cpu" else torch.contiguous_format
+    net = net.to(device).to(memory_format=layout).train()
+    nc, b = net.config, cfg.batch_size
+    rng = np.random.default_rng(seed)
+    planes = (rng.random((b, nc.in_planes, nc.height, nc.width)) < 0.3).astype(np.float32)
+    pi = rng.dirichlet(np.ones(nc.num_actions), size=b).astype(np.float32)
+    z = rng.choice([-1.0, 1.0], size=b).astype(np.float32)
+    x, pi_t, z_t = _tensors(device, planes, pi, z)
+    x = x.contiguous(memory_format=layout)
+    aux = None
+    if nc.aux_heads:
+        own = rng.choice([-1.0, 0.0, 1.0], size=(b, nc.height * nc.width)).astype(np.float32)
+        aux = _tensors(device, own, rng.normal(0, 10, b).astype(np.float32), np.ones(b, np.bool_))
+    optimizer = torch.optim.SGD(net.parameters(), lr=cfg.learning_rate, momentum=cfg.momentum,
+                                weight_decay=2 * cfg.weight_decay)
+    steps, started = -1, 0.0
+    while steps < 0 or time.perf_counter() - started < seconds:
+        losses = _step_losses(net, x, pi_t, z_t, aux, device, amp)
+        objective = losses["policy_loss"] + losses["value_loss"]
+        if aux is not None:
+            objective = objective + cfg.ownership_weight * losses["ownership_loss"] + cfg.score_weight * losses["score_loss"]
+        optimizer.zero_grad(set_to_none=True)
+        objective.backward()
+        optimizer.step()
+        float(objective.detach())  # waits for the device
+        steps += 1
+        if steps == 0:
+            started = time.perf_counter()
+    elapsed = time.perf_counter() - started
+    return {"positions_per_s": round(steps * b / elapsed, 1), "steps": steps, "seconds": round(elapsed, 2),
+            "batch_size": b, "channels_last": layout is torch.channels_last, "mixed_precision": amp,
+            "device": str(device)}
+
+
 def _tensors(device, *arrays) -> list[torch.Tensor]:
     return [torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in arrays]
 
@@ -383,6 +424,8 @@ def train(
     amp = cfg.mixed_precision and device.type == "cuda"
     started = time.perf_counter()
     net, init_meta = load_checkpoint(init_checkpoint, device)
+    layout = torch.channels_last if cfg.channels_last and device.type == "cpu" else torch.contiguous_format
+    net = net.to(memory_format=layout)
     nc = net.config
     window = load_window(shard_paths, cfg.max_window_positions, (nc.in_planes, nc.height, nc.width), nc.num_actions)
     use_aux = nc.aux_heads and window.aux_mask is not None
@@ -423,6 +466,7 @@ def train(
             planes, pi, z = window.batch(index, inverses[sym])
             aux = _tensors(device, *window.aux_batch(index, inverses[sym])) if use_aux else None
             x, pi_t, z_t = _tensors(device, planes, pi, z)
+            x = x.contiguous(memory_format=layout)
 
             losses = _step_losses(net, x, pi_t, z_t, aux, device, amp)
             objective = losses["policy_loss"] + losses["value_loss"]
@@ -462,7 +506,7 @@ def train(
             if on_step is not None:
                 on_step(step, metrics)
 
-    net.eval()
+    net = net.eval().to(memory_format=torch.contiguous_format)  # the checkpoint's bytes do not depend on it
     tail = history[-max(1, len(history) // 10) :]
     keys = METRIC_KEYS + (AUX_METRIC_KEYS if use_aux else ())
     final = {k: float(np.mean([m[k] for m in tail])) for k in keys}
