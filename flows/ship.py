@@ -69,6 +69,15 @@ def _add_totals(a: dict, b: dict) -> dict:
     return out
 
 
+def _same_run(previous: dict, start_sha: str, gens: list[dict]) -> bool:
+    """Whether the lineage `previous` was shipped by this workspace's run: the same start and the same first
+    generation (a run ships after each generation it promotes; each shipping replaces its own entry)."""
+    runs = previous.get("runs") or []
+    first = runs[-1].get("generations", [])[:1] if runs else []
+    return (previous.get("start_sha256") == start_sha and bool(first) and bool(gens)
+            and first[0].get("sha256") == gens[0]["sha256"])
+
+
 def ship(root: Path, params, params_file: str, models: Path | None = None) -> dict:
     """Copy the champion after the last finished generation to models/<tag>.pt and write its lineage."""
     ws, tag = Workspace(root), params.game.tag
@@ -82,15 +91,15 @@ def ship(root: Path, params, params_file: str, models: Path | None = None) -> di
     champion_sha = file_sha256(last.champion)
     start_sha = file_sha256(ws.generation(tag, 0).champion)
     previous = json.loads(out_json.read_text()) if out_json.is_file() else None
+    gens, totals = _run_summary(ws, tag)
     earlier: list[dict] = []
     earlier_totals: dict = {}
-    if previous and previous.get("sha256") == start_sha:  # this run resumed from the shipped champion
+    if previous and _same_run(previous, start_sha, gens):  # this run shipped again: replace its entry
+        earlier = previous.get("runs", [])[:-1]
+        earlier_totals = previous.get("earlier_totals", {})
+    elif previous and previous.get("sha256") == start_sha:  # this run resumed from the shipped champion
         earlier = previous.get("runs", [])
         earlier_totals = previous.get("totals", {})
-    elif previous and previous.get("sha256") == champion_sha and previous.get("start_sha256") == start_sha:
-        earlier = previous.get("runs", [])[:-1]  # the same run shipped again: replace its entry
-        earlier_totals = previous.get("earlier_totals", {})
-    gens, totals = _run_summary(ws, tag)
     players = json.loads((ladder_dir(root, tag) / "players.json").read_text()) \
         if (ladder_dir(root, tag) / "players.json").is_file() else {}
     ratings_file = ladder_dir(root, tag) / "ratings.json"

@@ -109,6 +109,13 @@ def test_shipped_champion_and_a_campaign_that_resumes_from_it(laddered, tmp_path
     assert len(again["runs"]) == 2 and again["runs"][1]["start_sha256"] == lineage["sha256"]
     assert again["totals"]["generations"] == len(shipped) + 1
     assert again["totals"]["games"] == lineage["totals"]["games"] + again["runs"][1]["totals"]["games"]
+    # zero-loop ships again after the run's next generation: its entry grows, the earlier runs stay.
+    zero_generation(params_file=SMOKE, overrides=resume, workdir=str(other))
+    third = ship(other, load_params(other / SMOKE, resume), SMOKE)
+    assert [r["start_sha256"] for r in third["runs"]] == [r["start_sha256"] for r in again["runs"]]
+    assert third["runs"][0] == again["runs"][0]
+    assert [g["generation"] for g in third["runs"][1]["generations"]] == [1, 2]
+    assert third["totals"]["generations"] == len(shipped) + 2
 
 
 @pytest.mark.slow

@@ -66,3 +66,17 @@ def test_the_command_records_the_committed_g11_ladder(tmp_path, capsys):
     assert main(["--params", str(repo / "campaigns" / "go-9.yaml"), "--root", str(repo), "--models", str(models),
                  "--ladder", str(tmp_path / "nothing")]) == 2
     assert "not a ladder directory" in capsys.readouterr().err
+
+
+def test_a_run_that_ships_again_is_told_from_a_run_that_resumed_from_the_shipped_champion():
+    """A campaign ships after each generation it promotes: the second shipping of a run replaces that run's
+    entry (the earlier runs stay); a new run from the same start, with another first generation, does not."""
+    from flows.ship import _same_run
+
+    gens = [{"generation": 1, "sha256": "g1"}, {"generation": 2, "sha256": "g2"}]
+    shipped_after_g1 = {"sha256": "g1", "start_sha256": "start",
+                        "runs": [{"start_sha256": "older"}, {"start_sha256": "start", "generations": gens[:1]}]}
+    assert _same_run(shipped_after_g1, "start", gens)
+    assert not _same_run(shipped_after_g1, "start", [{"generation": 1, "sha256": "another g1"}])
+    assert not _same_run(shipped_after_g1, "other start", gens)
+    assert not _same_run({"sha256": "start", "start_sha256": "older", "runs": []}, "start", gens)
