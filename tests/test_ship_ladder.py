@@ -49,22 +49,25 @@ def test_a_pairing_without_hashes_needs_the_player_named(shipped, tmp_path, caps
     assert "predates" in lineage["ladder"]["matched_by"] and lineage["ladder"]["matches"][0]["losses"] == 20
 
 
-def test_the_command_records_the_committed_g11_ladder(tmp_path, capsys):
-    """The shipped 9x9 champion's own results (docs/strength/go-9-g11-gnugo) go into a copy of its lineage."""
+def test_the_command_records_the_shipped_champions_committed_ladder(tmp_path, capsys):
+    """The shipped 9x9 champion's own results (docs/strength/go-9-g13-gnugo) go into a copy of its lineage,
+    found by the network's hash; generation 11's (docs/strength/go-9-g11-gnugo) are another network's."""
     from pathlib import Path
 
     repo = Path(__file__).resolve().parent.parent
     models = tmp_path / "models"
     shutil.copytree(repo / "models", models)
     lineage = json.loads((models / "go-9.json").read_text())
-    if lineage["ladder"] is None:
-        code = main(["--params", str(repo / "campaigns" / "go-9.yaml"), "--root", str(repo), "--models", str(models),
-                     "--ladder", str(repo / "docs" / "strength" / "go-9-g11-gnugo"), "--player", "fast-g11"])
-        assert code == 0 and "0-20-0" in capsys.readouterr().out
-        lineage = json.loads((models / "go-9.json").read_text())
-    assert lineage["ladder"]["matches"][0]["b"] == "gnugo-l1"
-    assert main(["--params", str(repo / "campaigns" / "go-9.yaml"), "--root", str(repo), "--models", str(models),
-                 "--ladder", str(tmp_path / "nothing")]) == 2
+    lineage["ladder"] = None
+    (models / "go-9.json").write_text(json.dumps(lineage))
+    args = ["--params", str(repo / "campaigns" / "go-9.yaml"), "--root", str(repo), "--models", str(models)]
+    assert main(args + ["--ladder", str(repo / "docs" / "strength" / "go-9-g13-gnugo")]) == 0
+    assert "g13 against gnugo-l1: 0-20-0" in capsys.readouterr().out
+    lineage = json.loads((models / "go-9.json").read_text())
+    assert lineage["ladder"]["matched_by"] == "sha256" and lineage["ladder"]["matches"][0]["b"] == "gnugo-l1"
+    assert main(args + ["--ladder", str(repo / "docs" / "strength" / "go-9-g11-gnugo")]) == 2
+    assert "no pairing of go-9.json's champion" in capsys.readouterr().err
+    assert main(args + ["--ladder", str(tmp_path / "nothing")]) == 2
     assert "not a ladder directory" in capsys.readouterr().err
 
 
