@@ -305,6 +305,26 @@ def _step_losses(net, x, pi, z, aux, device, amp: bool) -> dict:
     return losses
 
 
+def _layout(cfg, device: torch.device) -> torch.memory_format:
+    """The memory layout of the network and its batches: channels-last on the CPU under `channels_last`."""
+    return torch.channels_last if cfg.channels_last and device.type == "cpu" else torch.contiguous_format
+
+
+def _optimizer(net, cfg) -> torch.optim.SGD:
+    """SGD with momentum; the L2 term c||theta||^2 as weight_decay = 2c (see the module's docstring)."""
+    return torch.optim.SGD(net.parameters(), lr=cfg.learning_rate, momentum=cfg.momentum,
+                           weight_decay=2 * cfg.weight_decay)
+
+
+def _objective(losses: dict, cfg) -> torch.Tensor:
+    """What a step minimises (the L2 term aside): policy and value losses, plus the weighted auxiliary
+    losses when the batch had their targets."""
+    objective = losses["policy_loss"] + losses["value_loss"]
+    if "ownership_loss" in losses:
+        objective = objective + cfg.ownership_weight * losses["ownership_loss"] + cfg.score_weight * losses["score_loss"]
+    return objective
+
+
 def measure_training(net, cfg, seconds: float, seed: int = 0) -> dict:
     """Training positions a second of `net` under the train section `cfg` (its batch size, mixed precision,
     channels_last, device; torch threads as set by the caller): SGD steps of train's loss, the auxiliary
@@ -312,7 +332,7 @@ def measure_training(net, cfg, seconds: float, seed: int = 0) -> dict:
     in place (pass a copy). One warm-up step is not timed."""
     device = pick_device(cfg.device)
     amp = cfg.mixed_precision and device.type == "cuda"
-    layout = torch.channels_last if cfg.channels_last and device.type == "cpu" else torch.contiguous_format
+    layout = _layout(cfg, device)
     net = net.to(device).to(memory_format=layout).train()
     nc, b = net.config, cfg.batch_size
     rng = np.random.default_rng(seed)
@@ -325,14 +345,10 @@ def measure_training(net, cfg, seconds: float, seed: int = 0) -> dict:
     if nc.aux_heads:
         own = rng.choice([-1.0, 0.0, 1.0], size=(b, nc.height * nc.width)).astype(np.float32)
         aux = _tensors(device, own, rng.normal(0, 10, b).astype(np.float32), np.ones(b, np.bool_))
-    optimizer = torch.optim.SGD(net.parameters(), lr=cfg.learning_rate, momentum=cfg.momentum,
-                                weight_decay=2 * cfg.weight_decay)
+    optimizer = _optimizer(net, cfg)
     steps, started = -1, 0.0
     while steps < 0 or time.perf_counter() - started < seconds:
-        losses = _step_losses(net, x, pi_t, z_t, aux, device, amp)
-        objective = losses["policy_loss"] + losses["value_loss"]
-        if aux is not None:
-            objective = objective + cfg.ownership_weight * losses["ownership_loss"] + cfg.score_weight * losses["score_loss"]
+        objective = _objective(_step_losses(net, x, pi_t, z_t, aux, device, amp), cfg)
         optimizer.zero_grad(set_to_none=True)
         objective.backward()
         optimizer.step()
@@ -424,7 +440,7 @@ def train(
     amp = cfg.mixed_precision and device.type == "cuda"
     started = time.perf_counter()
     net, init_meta = load_checkpoint(init_checkpoint, device)
-    layout = torch.channels_last if cfg.channels_last and device.type == "cpu" else torch.contiguous_format
+    layout = _layout(cfg, device)
     net = net.to(memory_format=layout)
     nc = net.config
     window = load_window(shard_paths, cfg.max_window_positions, (nc.in_planes, nc.height, nc.width), nc.num_actions)
@@ -451,9 +467,7 @@ def train(
     holdout: dict = {}
 
     with _deterministic(device, seed):
-        optimizer = torch.optim.SGD(
-            net.parameters(), lr=cfg.learning_rate, momentum=cfg.momentum, weight_decay=2 * c
-        )
+        optimizer = _optimizer(net, cfg)
         schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=milestones, gamma=cfg.lr_gamma)
         net.train()
         for step in range(steps):
@@ -469,10 +483,7 @@ def train(
             x = x.contiguous(memory_format=layout)
 
             losses = _step_losses(net, x, pi_t, z_t, aux, device, amp)
-            objective = losses["policy_loss"] + losses["value_loss"]
-            if use_aux:
-                objective = (objective + cfg.ownership_weight * losses["ownership_loss"]
-                             + cfg.score_weight * losses["score_loss"])
+            objective = _objective(losses, cfg)
             lr = optimizer.param_groups[0]["lr"]
             optimizer.zero_grad(set_to_none=True)
             objective.backward()  # the L2 term's gradient comes from weight_decay
