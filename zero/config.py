@@ -385,7 +385,7 @@ class TrainConfig(_ComputeSection):
     holdout_share: share of the newest generation's games held out of training, for a held-out loss.
     mixed_precision: bf16 autocast on CUDA; no effect on the CPU.
     channels_last: on the CPU, the network and its batches in channels-last layout (oneDNN's NHWC
-        convolutions: 1.15-1.25 times the positions a second for b6c64 9x9 on one core); the same
+        convolutions: 1.14-1.33 times the positions a second for b6c64 9x9 on one core); the same
         training up to float rounding, so a switch. No effect on CUDA.
     """
 

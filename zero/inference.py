@@ -95,8 +95,8 @@ class LeafNet:
         self.half = half and self.cuda
         self.dtype = torch.bfloat16 if self.half else torch.float32
         self.net = fold_batchnorm(net).to(self.device, self.dtype)  # bf16 weights: no autocast casts per call
-        # On the CPU the convolutions run in channels-last layout (oneDNN's NHWC kernels): 1.3-1.6 times
-        # the positions a second of the default layout for b6c64 9x9 at batches of 16 to 256 on one core.
+        # On the CPU the convolutions run in channels-last layout (oneDNN's NHWC kernels): for b6c64 9x9 on
+        # one core, self-play makes 1.29-1.38 times the evaluations a second (docs/performance.md).
         self.channels_last = not self.cuda
         if self.channels_last:
             self.net = self.net.to(memory_format=torch.channels_last)
