@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU engine's figures on one GPU machine (docs/performance.md): `zero bench` of the shipped 9x9
 # network with params-gpu.yaml (the fast path, its scan over processes, the eager path beside it),
-# 19x19, a profile, the inference tests on CUDA and one self-play shard end to end. Each result is
+# 19x19, a profile, training (plain, channels-last, bf16), the inference tests on CUDA and one self-play
+# shard end to end. Each result is
 # written to OUT (default gpu-figures/) as JSON or text; run from the repository root:
 #   bash infra/gpu-measure.sh docs/performance/gpu-$(date +%F)
 set -uo pipefail
@@ -30,6 +31,10 @@ bench go9-fast --params params-gpu.yaml --model models/go-9.pt --games 1024 --se
 bench go9-eager --params params-gpu.yaml --model models/go-9.pt --games 1024 --seconds 30 \
     --set selfplay.fast_inference=false
 bench go19-fast --params params-gpu.yaml --set game.size=19 --games 512 --seconds 40
+# training on the GPU: plain, channels-last convolutions, bf16 autocast
+bench train --params params-gpu.yaml --train --seconds 20
+bench train-channels-last --params params-gpu.yaml --train --seconds 20 --set train.channels_last=true
+bench train-bf16 --params params-gpu.yaml --train --seconds 20 --set train.mixed_precision=true
 
 # one shard end to end (the network loaded, games played with refills, the shard written)
 t0=$SECONDS

@@ -265,6 +265,32 @@ def test_channels_last_trains_the_same_network_to_float_rounding_and_saves_a_pla
     assert all(p.is_contiguous() for p in net.state_dict().values())  # saved in the default layout
 
 
+def test_channels_last_holds_for_the_held_out_loss_too(tmp_path, monkeypatch):
+    init = init_net(tmp_path, aux_heads=True)
+    shards = [write(tmp_path, f"s{i}.npz", recipe_shard(i)) for i in range(2)]
+    layouts = []  # per forward pass: (input channels-last, weights channels-last, network in training mode)
+    forward_aux = ZeroNet.forward_aux
+
+    def spy(net, x):
+        conv = next(m for m in net.modules() if isinstance(m, torch.nn.Conv2d))
+        layouts.append((x.is_contiguous(memory_format=torch.channels_last),
+                        conv.weight.is_contiguous(memory_format=torch.channels_last), net.training))
+        return forward_aux(net, x)
+
+    monkeypatch.setattr(ZeroNet, "forward_aux", spy)
+    held = {}
+    for on in (False, True):
+        layouts[:] = []
+        summary = train(tiny_params(steps=4, channels_last=on, holdout_share=0.2), init, shards,
+                        tmp_path / f"h{on}.pt", seed=6, newest_shards=1)
+        held[on] = summary["holdout"]
+        evaluations = [entry for entry in layouts if not entry[2]]
+        assert evaluations and all(entry[:2] == (on, on) for entry in layouts)
+    assert held[True].keys() == held[False].keys()
+    for k, v in held[False].items():
+        assert held[True][k] == pytest.approx(v, rel=1e-4, abs=1e-5), k
+
+
 def test_channels_last_is_a_switch():
     from zero.config import load_params
 

@@ -384,9 +384,9 @@ class TrainConfig(_ComputeSection):
         in the window (samples per training / new positions per generation); fewer steps when above it.
     holdout_share: share of the newest generation's games held out of training, for a held-out loss.
     mixed_precision: bf16 autocast on CUDA; no effect on the CPU.
-    channels_last: on the CPU, the network and its batches in channels-last layout (oneDNN's NHWC
-        convolutions: 1.14-1.33 times the positions a second for b6c64 9x9 on one core); the same
-        training up to float rounding, so a switch. No effect on CUDA.
+    channels_last: the network and its batches in channels-last layout (oneDNN's NHWC convolutions on
+        the CPU: 1.14-1.33 times the positions a second for b6c64 9x9 on one core; cuDNN's on CUDA); the
+        same training up to float rounding, so a switch.
     """
 
     batch_size: int = _int(256, ge=1, le=MAX_BATCH)

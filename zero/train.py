@@ -306,8 +306,8 @@ def _step_losses(net, x, pi, z, aux, device, amp: bool) -> dict:
 
 
 def _layout(cfg, device: torch.device) -> torch.memory_format:
-    """The memory layout of the network and its batches: channels-last on the CPU under `channels_last`."""
-    return torch.channels_last if cfg.channels_last and device.type == "cpu" else torch.contiguous_format
+    """The memory layout of the network and its batches: channels-last under `channels_last`."""
+    return torch.channels_last if cfg.channels_last else torch.contiguous_format
 
 
 def _optimizer(net, cfg) -> torch.optim.SGD:
@@ -367,8 +367,10 @@ def _tensors(device, *arrays) -> list[torch.Tensor]:
 
 
 def evaluate(net, window: Window, index: np.ndarray, batch_size: int, device: torch.device,
-             use_aux: bool, amp: bool = False) -> dict:
-    """Mean losses of the network (eval mode, no symmetry) on the window's positions `index`.
+             use_aux: bool, amp: bool = False,
+             layout: torch.memory_format = torch.contiguous_format) -> dict:
+    """Mean losses of the network (eval mode, no symmetry) on the window's positions `index`, its
+    batches in the network's memory `layout`.
 
     Returns {policy_loss, value_loss} and, with `use_aux`, {ownership_loss, score_loss}
     (averaged over the positions that carry targets).
@@ -384,7 +386,8 @@ def evaluate(net, window: Window, index: np.ndarray, batch_size: int, device: to
             inverse = np.broadcast_to(identity, (len(part), len(identity)))
             planes, pi, z = window.batch(part, inverse)
             aux = _tensors(device, *window.aux_batch(part, inverse)) if use_aux else None
-            losses = _step_losses(net, *_tensors(device, planes, pi, z), aux, device, amp)
+            x, pi_t, z_t = _tensors(device, planes, pi, z)
+            losses = _step_losses(net, x.contiguous(memory_format=layout), pi_t, z_t, aux, device, amp)
             for k in ("policy_loss", "value_loss"):
                 totals[k] = totals.get(k, 0.0) + float(losses[k]) * len(part)
             if use_aux:
@@ -512,7 +515,7 @@ def train(
                 metrics.update({k: found[k] for k in AUX_METRIC_KEYS})
             history.append(metrics)
             if len(held_index) and ((step + 1) % eval_every == 0 or step == steps - 1):
-                holdout = evaluate(net, window, held_index, cfg.batch_size, device, use_aux, amp)
+                holdout = evaluate(net, window, held_index, cfg.batch_size, device, use_aux, amp, layout)
                 metrics = {**metrics, **{HOLDOUT_PREFIX + k: v for k, v in holdout.items()}}
             if on_step is not None:
                 on_step(step, metrics)
