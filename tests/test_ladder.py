@@ -46,6 +46,26 @@ def test_a_pairing_is_recorded_with_its_games(tmp_path):
         play_pairing(GOMOKU, "mcts:8", "random", 3, seed=1, visits=8, out_dir=tmp_path)
 
 
+def test_a_pairing_played_with_the_same_settings_is_not_played_again(tmp_path, monkeypatch):
+    import zero.match
+
+    first = play_pairing(GOMOKU, "mcts:8", "random", 4, seed=1, visits=8, out_dir=tmp_path, concurrent=4)
+    played = []
+    run_match = zero.match.run_match
+    monkeypatch.setattr(zero.match, "run_match", lambda *a, **k: played.append(1) or run_match(*a, **k))
+    assert play_pairing(GOMOKU, "mcts:8", "random", 4, seed=1, visits=8, out_dir=tmp_path, concurrent=4) == first
+    assert played == []
+    # another seed, more games or its games gone: played again
+    play_pairing(GOMOKU, "mcts:8", "random", 4, seed=2, visits=8, out_dir=tmp_path, concurrent=4)
+    assert played == [1]
+    again = play_pairing(GOMOKU, "mcts:8", "random", 6, seed=2, visits=8, out_dir=tmp_path, concurrent=6)
+    assert played == [1, 1] and again["games"] == 6
+    shutil.rmtree(tmp_path / "sgf" / "mcts-8--random--ladder")
+    play_pairing(GOMOKU, "mcts:8", "random", 6, seed=2, visits=8, out_dir=tmp_path, concurrent=6)
+    assert played == [1, 1, 1]
+    assert len(read_pairings(tmp_path)) == 1
+
+
 def test_fit_over_a_directory_and_the_plot(tmp_path):
     write_pairing(tmp_path, {"a": "g0001", "b": "g0000", "wins": 30, "losses": 10, "draws": 0, "label": "gate"})
     write_pairing(tmp_path, {"a": "g0002", "b": "g0001", "wins": 25, "losses": 15, "draws": 0, "label": "gate"})

@@ -151,7 +151,10 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
 
     `progress` is zero.match.run_match's: progress(games_done, games, positions) as each game ends.
     `extra` goes into the record as it is (e.g. the time a move the visits stand for).
-    Returns the pairing record (also written to pairings/<a>--<b>--<label>.json).
+    Returns the pairing record (also written to pairings/<a>--<b>--<label>.json). A pairing already in
+    the directory with the same players (and network files), games, seed, visits, openings, game, komi
+    and `extra` is not played again: its record is returned, so an interrupted ladder resumes and a
+    ladder run again adds only what is new.
     """
     from zero.games import make_game
     from zero.arena import write_sgfs
@@ -163,6 +166,17 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     for name in (a_name, b_name, label):
         if not _NAME.match(name):
             raise LadderError(f"player or label name {name!r} may only hold letters, digits and _ . + -")
+    out_dir = Path(out_dir)
+    key = f"{a_name}--{b_name}--{label}"
+    settings = {
+        "a_spec": a, "b_spec": b,
+        **{f"{side}_sha256": digest for side, digest in (("a", spec_sha256(a)), ("b", spec_sha256(b))) if digest},
+        "games": games, "seed": seed, "visits": visits, "opening_moves": opening_moves, "game": params.game.tag,
+        "komi": params.game.komi if params.game.name == "go" else None, **(extra or {}),
+    }
+    done = _played(out_dir, key, settings)
+    if done is not None:
+        return done
     game = make_game(params.game)
     # Go: fixed central openings; Gomoku: the first moves are sampled from the players' own search.
     opens = openings(params.game.size, games // 2, opening_moves, seed) if params.game.name == "go" else None
@@ -171,8 +185,6 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     started = time.time()
     out = run_match(game, pa, pb, games, seed, concurrent, 0 if opens else opening_moves, -1.0,
                     openings=opens, progress=progress)
-    out_dir = Path(out_dir)
-    key = f"{a_name}--{b_name}--{label}"
     tmp_sgf = out_dir / "sgf" / f".{key}.tmp"
     shutil.rmtree(tmp_sgf, ignore_errors=True)
     write_sgfs(out.records, params.game, tmp_sgf, key, event="ladder match", players=(a_name, b_name))
@@ -180,18 +192,28 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     shutil.rmtree(final_sgf, ignore_errors=True)
     tmp_sgf.replace(final_sgf)
     record = {
-        "a": a_name, "b": b_name, "a_spec": a, "b_spec": b, "label": label,
-        **{f"{side}_sha256": digest for side, digest in (("a", spec_sha256(a)), ("b", spec_sha256(b))) if digest},
+        "a": a_name, "b": b_name, "label": label, **settings,
         **out.result.to_dict(),
-        "seed": seed, "visits": visits, "opening_moves": opening_moves, "game": params.game.tag,
-        "komi": params.game.komi if params.game.name == "go" else None,
         "rules": "tromp-taylor area, positional superko, refereed by zero",
         "seconds": round(time.time() - started, 1),
         "date": time.strftime("%Y-%m-%d"),
-        **(extra or {}),
     }
     write_pairing(out_dir, record)
     return record
+
+
+def _played(out_dir: Path, key: str, settings: dict) -> dict | None:
+    """The pairing record `key` of the directory if it was played with these settings and its games are
+    there; else None."""
+    path = out_dir / "pairings" / f"{key}.json"
+    if not path.is_file() or not (out_dir / "sgf" / key).is_dir():
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except ValueError:
+        return None
+    same = all(record.get(k) == v for k, v in json.loads(json.dumps(settings)).items())
+    return record if same and len(list((out_dir / "sgf" / key).glob("*.sgf"))) == settings["games"] else None
 
 
 def write_pairing(ladder_dir: str | Path, record: dict) -> Path:
