@@ -175,6 +175,22 @@ def test_zero_ladder_calibration_games_zero_plays_no_calibration(tmp_path, capsy
     assert "--calibration-games: must be a whole number from 0 to" in capsys.readouterr().err
 
 
+def test_zero_ladder_games_zero_plays_only_the_calibration(tmp_path, capsys):
+    """--games 0 links the fixed opponents (their calibration games) without playing the network."""
+    from zero.cli import main
+
+    model = tmp_path / "net.pt"
+    assert main(["init", "--out", str(model), *GOMOKU_ARGS]) == 0
+    out = tmp_path / "lad"
+    capsys.readouterr()
+    assert main(["ladder", *GOMOKU_ARGS, "--model", str(model), "--opponents", "mcts:30,random", "--games", "0",
+                 "--out", str(out)]) == 2
+    assert "give --calibration-games too" in capsys.readouterr().err and not out.exists()
+    assert main(["ladder", *GOMOKU_ARGS, "--model", str(model), "--opponents", "mcts:30,random", "--games", "0",
+                 "--calibration-games", "2", "--anchor", "random=0", "--out", str(out)]) == 0
+    assert [p.stem for p in (out / "pairings").glob("*.json")] == ["mcts-30--random--calibration"]
+
+
 def test_zero_ladder_refuses_before_playing(tmp_path, capsys):
     from zero.cli import main
 

@@ -305,7 +305,9 @@ def cmd_ladder(args) -> int:
             opponents = args.opponents.split(",") if args.opponents else list(cfg.opponents)
             opponents = [o for o in opponents if not o.startswith("gen:")]  # networks of a pipeline line
             name = args.name or ladder.opponent_name(model)
-            games = args.games or cfg.games
+            games = cfg.games if args.games is None else args.games
+            if games == 0 and not args.calibration_games:
+                raise UsageError("--games 0 plays only the calibration games: give --calibration-games too")
             for spec in opponents:  # every opponent is checked before any game is played
                 if spec.startswith("gnugo:"):
                     if params.game.name != "go":
@@ -327,7 +329,7 @@ def cmd_ladder(args) -> int:
                       f"{params.gate.threads} threads)", file=sys.stderr)
                 params = params.model_copy(update={"ladder": cfg.model_copy(update={"visits": timed["visits"]})})
                 extra = {"time_per_move": timed, "leaf_batch": params.mcts.leaf_batch}
-            for i, spec in enumerate(opponents):
+            for i, spec in enumerate(opponents if games else ()):
                 _ladder_match(params, model, spec, name, games, args.seed + i, out, "ladder", extra)
         fitted = ladder.fit_dir(out, anchor)
         png = ladder.plot_dir(out, fitted, Path(args.png) if args.png else None)
@@ -492,7 +494,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="ladder", help="ladder directory: pairings, SGFs, ratings.json, elo.png")
     p.add_argument("--opponents", default=None, help="comma-separated, e.g. gnugo:1,gnugo:5,mcts:1000 "
                                                      "(default: ladder.opponents)")
-    p.add_argument("--games", type=_count(MAX_GAMES), default=None, help="per opponent (default: ladder.games)")
+    p.add_argument("--games", type=_count(MAX_GAMES, least=0), default=None,
+                   help="per opponent (default: ladder.games; 0: only the calibration games)")
     p.add_argument("--calibration-games", type=_count(MAX_GAMES, least=0), default=None,
                    help="games between consecutive fixed opponents, played once per directory (0: none)")
     p.add_argument("--anchor", default=None, help="player=rating held fixed (default: ladder.anchor, gnugo:10=1800)")
