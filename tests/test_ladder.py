@@ -64,6 +64,23 @@ def test_a_pairing_played_with_the_same_settings_is_not_played_again(tmp_path, m
     play_pairing(GOMOKU, "mcts:8", "random", 6, seed=2, visits=8, out_dir=tmp_path, concurrent=6)
     assert played == [1, 1, 1]
     assert len(read_pairings(tmp_path)) == 1
+    assert "search" not in read_pairings(tmp_path)[0]  # no network played
+
+
+def test_a_network_pairing_keeps_its_search_and_another_search_plays_again(tmp_path, monkeypatch):
+    import zero.match
+
+    first = play_pairing(GOMOKU, "init", "random", 2, seed=1, visits=4, out_dir=tmp_path, a_name="fresh",
+                         concurrent=2)
+    assert first["search"] == GOMOKU.mcts.model_dump(mode="json")
+    played = []
+    run_match = zero.match.run_match
+    monkeypatch.setattr(zero.match, "run_match", lambda *a, **k: played.append(1) or run_match(*a, **k))
+    assert play_pairing(GOMOKU, "init", "random", 2, seed=1, visits=4, out_dir=tmp_path, a_name="fresh",
+                        concurrent=2) == first and played == []
+    other = GOMOKU.model_copy(update={"mcts": GOMOKU.mcts.model_copy(update={"leaf_batch": 4})})
+    again = play_pairing(other, "init", "random", 2, seed=1, visits=4, out_dir=tmp_path, a_name="fresh", concurrent=2)
+    assert played == [1] and again["search"]["leaf_batch"] == 4
 
 
 def test_fit_over_a_directory_and_the_plot(tmp_path):

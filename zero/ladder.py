@@ -151,10 +151,10 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
 
     `progress` is zero.match.run_match's: progress(games_done, games, positions) as each game ends.
     `extra` goes into the record as it is (e.g. the time a move the visits stand for).
-    Returns the pairing record (also written to pairings/<a>--<b>--<label>.json). A pairing already in
-    the directory with the same players (and network files), games, seed, visits, openings, game, komi
-    and `extra` is not played again: its record is returned, so an interrupted ladder resumes and a
-    ladder run again adds only what is new.
+    Returns the pairing record (also written to pairings/<a>--<b>--<label>.json), with the mcts section
+    the networks searched with (`search`). A pairing already in the directory with the same players (and
+    network files), games, seed, visits, openings, game, komi, search and `extra` is not played again:
+    its record is returned, so an interrupted ladder resumes and a ladder run again adds only what is new.
     """
     from zero.games import make_game
     from zero.arena import write_sgfs
@@ -172,7 +172,9 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
         "a_spec": a, "b_spec": b,
         **{f"{side}_sha256": digest for side, digest in (("a", spec_sha256(a)), ("b", spec_sha256(b))) if digest},
         "games": games, "seed": seed, "visits": visits, "opening_moves": opening_moves, "game": params.game.tag,
-        "komi": params.game.komi if params.game.name == "go" else None, **(extra or {}),
+        "komi": params.game.komi if params.game.name == "go" else None,
+        **({"search": params.mcts.model_dump(mode="json")} if any(map(_is_network, (a, b))) else {}),
+        **(extra or {}),
     }
     done = _played(out_dir, key, settings)
     if done is not None:
@@ -200,6 +202,11 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     }
     write_pairing(out_dir, record)
     return record
+
+
+def _is_network(spec: str) -> bool:
+    """A player spec that names a network (a checkpoint or `init`), whose search the params set."""
+    return not spec.startswith(("gtp:", "mcts:", "gnugo:")) and spec != "random"
 
 
 def _played(out_dir: Path, key: str, settings: dict) -> dict | None:
