@@ -74,7 +74,7 @@ def spec_sha256(spec: str) -> str | None:
     from zero.shards import file_sha256
 
     path = Path(spec.split("@", 1)[0])
-    if spec.startswith(("gtp:", "gnugo:", "mcts:")) or not path.is_file():
+    if not _is_network(spec) or not path.is_file():
         return None
     return file_sha256(path)
 
@@ -212,7 +212,7 @@ def _is_network(spec: str) -> bool:
 def _played(out_dir: Path, key: str, settings: dict) -> dict | None:
     """The pairing record `key` of the directory if it was played with these settings and its games are
     there; else None."""
-    path = out_dir / "pairings" / f"{key}.json"
+    path = _pairing_path(out_dir, key)
     if not path.is_file() or not (out_dir / "sgf" / key).is_dir():
         return None
     try:
@@ -223,12 +223,17 @@ def _played(out_dir: Path, key: str, settings: dict) -> dict | None:
     return record if same and len(list((out_dir / "sgf" / key).glob("*.sgf"))) == settings["games"] else None
 
 
+def _pairing_path(ladder_dir: str | Path, key: str) -> Path:
+    """Where a ladder directory keeps the record of pairing `key` (<a>--<b>--<label>)."""
+    return Path(ladder_dir) / "pairings" / f"{key}.json"
+
+
 def write_pairing(ladder_dir: str | Path, record: dict) -> Path:
     """Write one pairing record as pairings/<a>--<b>--<label>.json (atomically)."""
     for key in ("a", "b", "wins", "losses", "draws"):
         if key not in record:
             raise LadderError(f"pairing record lacks {key!r}")
-    path = Path(ladder_dir) / "pairings" / f"{record['a']}--{record['b']}--{record.get('label', 'ladder')}.json"
+    path = _pairing_path(ladder_dir, f"{record['a']}--{record['b']}--{record.get('label', 'ladder')}")
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
     return path

@@ -305,7 +305,7 @@ def _step_losses(net, x, pi, z, aux, device, amp: bool) -> dict:
     return losses
 
 
-def _layout(cfg, device: torch.device) -> torch.memory_format:
+def _layout(cfg) -> torch.memory_format:
     """The memory layout of the network and its batches: channels-last under `channels_last`."""
     return torch.channels_last if cfg.channels_last else torch.contiguous_format
 
@@ -332,7 +332,7 @@ def measure_training(net, cfg, seconds: float, seed: int = 0) -> dict:
     in place (pass a copy). One warm-up step is not timed."""
     device = pick_device(cfg.device)
     amp = cfg.mixed_precision and device.type == "cuda"
-    layout = _layout(cfg, device)
+    layout = _layout(cfg)
     net = net.to(device).to(memory_format=layout).train()
     nc, b = net.config, cfg.batch_size
     rng = np.random.default_rng(seed)
@@ -443,7 +443,7 @@ def train(
     amp = cfg.mixed_precision and device.type == "cuda"
     started = time.perf_counter()
     net, init_meta = load_checkpoint(init_checkpoint, device)
-    layout = _layout(cfg, device)
+    layout = _layout(cfg)
     net = net.to(memory_format=layout)
     nc = net.config
     window = load_window(shard_paths, cfg.max_window_positions, (nc.in_planes, nc.height, nc.width), nc.num_actions)
