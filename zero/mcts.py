@@ -503,7 +503,8 @@ class Search:
     def _leaf_inputs(self, batch, rows: tuple):
         row_slot, paths, depth, _ = rows
         return self.game.leaf_inputs(batch, row_slot, paths, depth, want_planes=self.evaluator.needs_planes,
-                                     fill_own_eyes=self.config.fill_own_eyes)
+                                     fill_own_eyes=self.config.fill_own_eyes,
+                                     early_passes=self.config.early_passes)
 
     def _backup_virtual(self, rows: tuple, inputs, priors: np.ndarray, values: np.ndarray) -> None:
         """Take back the rows' virtual visits and back up their evaluations."""
@@ -637,7 +638,7 @@ class Search:
             else:
                 _select(*tree_args)
             inputs = self.game.leaf_inputs(batch, active, paths, depth, want_planes=self.evaluator.needs_planes,
-                                           fill_own_eyes=c.fill_own_eyes)
+                                           fill_own_eyes=c.fill_own_eyes, early_passes=c.early_passes)
             priors, values = yield active, paths, depth, inputs
             self.evaluations += int(np.isnan(inputs.terminal_value).sum())
             backup_args = (t.N, t.W, t.P, t.parent, t.action, t.expanded, t.terminal, t.value,

@@ -118,11 +118,14 @@ class Game(ABC):
         depth: np.ndarray,  # [L] int32, how many of each row of paths are used
         want_planes: bool = True,
         fill_own_eyes: bool = True,
+        early_passes: bool = True,
     ) -> LeafInputs:
         """Replay each path (its actions are legal) on a scratch copy and describe the leaf.
 
         fill_own_eyes False (Go): `legal` leaves out the side to move's own single-point eyes, moves the
         rules allow and a search never needs (mcts.fill_own_eyes); games without eyes ignore it.
+        early_passes False (Go): `legal` holds the pass only where the opponent has just passed or no
+        other action is in `legal` (mcts.early_passes); games without a pass ignore it.
         """
 
     @abstractmethod

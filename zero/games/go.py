@@ -135,7 +135,7 @@ class GoGame(Game):
 
     # --- leaves ----------------------------------------------------------------
     def leaf_inputs(self, batch: GoBatch, slots, paths, depth, want_planes: bool = True,
-                    fill_own_eyes: bool = True) -> LeafInputs:
+                    fill_own_eyes: bool = True, early_passes: bool = True) -> LeafInputs:
         slots = np.ascontiguousarray(slots, dtype=np.int32)
         paths = np.ascontiguousarray(paths, dtype=np.int32).reshape(len(slots), -1)
         depth = np.ascontiguousarray(depth, dtype=np.int32)
@@ -144,7 +144,7 @@ class GoGame(Game):
         terminal = np.empty(L, np.float32)
         planes = np.zeros((L if want_planes else 0, self.num_planes, self.num_points), np.float32)
         args = (*batch.arrays(), slots, paths, depth, want_planes, self.max_moves, self.komi, self._zobrist,
-                self._nbrs, self._diags, not fill_own_eyes, legal, terminal, planes)
+                self._nbrs, self._diags, not fill_own_eyes, not early_passes, legal, terminal, planes)
         chunks = parallel_chunks(L)
         if chunks:
             K.leaf_inputs_chunks(*args, chunks)

@@ -372,10 +372,11 @@ def _replay(history, hashes, length, passes, to_play, s, path, depth, boards, hi
 
 @numba.njit(cache=True)
 def leaf_inputs(history, hashes, length, passes, to_play, slots, paths, depth, want_planes, max_moves, komi,
-                zobrist, nbrs, diags, avoid_eyes, legal, terminal, planes):
+                zobrist, nbrs, diags, avoid_eyes, late_pass, legal, terminal, planes):
     """Describe every leaf: legal[L, A], terminal[L] (NaN unless over), planes[L, 17, N*N] (zeroed by caller).
 
     avoid_eyes: the side to move's own single-point eyes (_is_eye) are left out of legal[L, A].
+    late_pass: the pass is in legal[L, A] only as a reply to a pass or when no other action is.
     """
     L = slots.shape[0]
     nn = history.shape[2]
@@ -428,6 +429,11 @@ def leaf_inputs(history, hashes, length, passes, to_play, slots, paths, depth, w
                     i = (i + 1) & (size - 1)
                 legal[l, p] = not repeat
             legal[l, nn] = True
+            if late_pass and ps == 0:
+                for p in range(nn):
+                    if legal[l, p]:
+                        legal[l, nn] = False
+                        break
         if want_planes:
             for k in range(HISTORY_PLANES):
                 t = T - k
@@ -446,13 +452,13 @@ def leaf_inputs(history, hashes, length, passes, to_play, slots, paths, depth, w
 
 @numba.njit(cache=True, parallel=True)
 def leaf_inputs_chunks(history, hashes, length, passes, to_play, slots, paths, depth, want_planes, max_moves, komi,
-                       zobrist, nbrs, diags, avoid_eyes, legal, terminal, planes, chunks):
+                       zobrist, nbrs, diags, avoid_eyes, late_pass, legal, terminal, planes, chunks):
     """leaf_inputs over `chunks` slices of the leaves on numba's threads (each slice its own scratch)."""
     L = slots.shape[0]
     for k in numba.prange(chunks):
         lo, hi = k * L // chunks, (k + 1) * L // chunks
         leaf_inputs(history, hashes, length, passes, to_play, slots[lo:hi], paths[lo:hi], depth[lo:hi], want_planes,
-                    max_moves, komi, zobrist, nbrs, diags, avoid_eyes, legal[lo:hi], terminal[lo:hi],
+                    max_moves, komi, zobrist, nbrs, diags, avoid_eyes, late_pass, legal[lo:hi], terminal[lo:hi],
                     planes[lo:hi])
 
 

@@ -291,7 +291,7 @@ class GomokuGame(Game):
         return self.outcome(batch, i)
 
     def leaf_inputs(self, batch: GomokuBatch, slots, paths, depth, want_planes: bool = True,
-                    fill_own_eyes: bool = True) -> LeafInputs:
+                    fill_own_eyes: bool = True, early_passes: bool = True) -> LeafInputs:
         slots, paths, depth = _as_leaves(slots, paths, depth)
         L = len(slots)
         legal = np.zeros((L, self.num_actions), np.bool_)
