@@ -85,3 +85,24 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(saved)
+
+
+# A 5x5 Go position in which Black's only moves are into its own single-point eyes (A5, C5).
+ONLY_EYES_LEFT = """
+        .X.X.
+        XXXXX
+        OOOOO
+        .O.O.
+        OOOOO
+        """
+
+
+def searched(position, fill_own_eyes=True, early_passes=True):
+    """GTP names of the moves a leaf at `position` (Go) offers the search under those switches."""
+    import numpy as np
+
+    game = position.game
+    one = np.zeros(1, np.int32)
+    legal = game.leaf_inputs(position.batch, one, np.zeros((1, 1), np.int32), np.zeros(1, np.int32),
+                             want_planes=False, fill_own_eyes=fill_own_eyes, early_passes=early_passes).legal[0]
+    return sorted(game.action_to_text(int(a)) for a in np.flatnonzero(legal))

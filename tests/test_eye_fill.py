@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from conftest import ONLY_EYES_LEFT, searched
 from zero.config import SearchConfig, load_params
 from zero.evaluator import UniformEvaluator
 from zero.games.go import BLACK, WHITE, GoPosition
@@ -17,15 +18,6 @@ BOARD = """
         X.XXX
         .X.X.
         """
-
-
-def searched(position, fill_own_eyes):
-    """GTP names of the moves a leaf at `position` offers the search."""
-    game = position.game
-    one = np.zeros(1, np.int32)
-    legal = game.leaf_inputs(position.batch, one, np.zeros((1, 1), np.int32), np.zeros(1, np.int32),
-                             want_planes=False, fill_own_eyes=fill_own_eyes).legal[0]
-    return sorted(game.action_to_text(int(a)) for a in np.flatnonzero(legal))
 
 
 def test_own_single_point_eyes_leave_the_search_and_only_they():
@@ -79,13 +71,7 @@ def test_the_other_side_may_still_play_there():
 
 
 def test_a_side_left_with_only_its_eyes_passes():
-    p = GoPosition.from_ascii("""
-        .X.X.
-        XXXXX
-        OOOOO
-        .O.O.
-        OOOOO
-        """, to_play=BLACK)
+    p = GoPosition.from_ascii(ONLY_EYES_LEFT, to_play=BLACK)
     found = {}
     for fill in (True, False):
         search = Search(p.game, UniformEvaluator(), 1, SearchConfig(visits=64, fill_own_eyes=fill))

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+from conftest import ONLY_EYES_LEFT
+from conftest import searched as searched_by
 from zero.arena import ArenaRules, play_arena
 from zero.config import SearchConfig, load_params
 from zero.evaluator import UniformEvaluator
@@ -20,12 +22,8 @@ UNSETTLED = """
 
 
 def searched(position, early_passes, fill_own_eyes=False):
-    """GTP names of the moves a leaf at `position` offers the search."""
-    game = position.game
-    one = np.zeros(1, np.int32)
-    legal = game.leaf_inputs(position.batch, one, np.zeros((1, 1), np.int32), np.zeros(1, np.int32),
-                             want_planes=False, fill_own_eyes=fill_own_eyes, early_passes=early_passes).legal[0]
-    return sorted(game.action_to_text(int(a)) for a in np.flatnonzero(legal))
+    """GTP names of the moves a leaf at `position` offers the search (eyes left out unless said)."""
+    return searched_by(position, fill_own_eyes=fill_own_eyes, early_passes=early_passes)
 
 
 def test_no_pass_while_points_are_left():
@@ -42,13 +40,7 @@ def test_a_pass_is_answered_by_a_pass_or_a_move():
 
 
 def test_a_side_left_with_only_its_eyes_passes_first():
-    p = GoPosition.from_ascii("""
-        .X.X.
-        XXXXX
-        OOOOO
-        .O.O.
-        OOOOO
-        """, to_play=BLACK)
+    p = GoPosition.from_ascii(ONLY_EYES_LEFT, to_play=BLACK)
     assert searched(p, False) == ["pass"]
     # with eye filling on, the eyes are moves, and a late pass would make Black fill them
     assert "pass" not in searched(p, False, fill_own_eyes=True)
