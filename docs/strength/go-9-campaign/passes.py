@@ -1,8 +1,10 @@
-# Who passes in the 9x9 campaign's self-play, and when: python passes.py WORKSPACE (run from the repository root)
+# Who passes in the 9x9 campaign's self-play, and when: python passes.py WORKSPACE [LINE_GENERATION_OF_G0000]
+# (run from the repository root; the second argument, 11 by default, numbers the line's generations)
 import glob, sys
 import numpy as np
 from zero.shards import read_shard
 root = sys.argv[1]
+first = int(sys.argv[2]) if len(sys.argv) > 2 else 11
 print("| campaign generation (line generation) | games | a white pass before move 40 | a black pass before move 40 "
       "| white's first pass, median move | passes a game, white / black | black wins |")
 print("| --- | --- | --- | --- | --- | --- | --- |")
@@ -23,5 +25,5 @@ for d in sorted(glob.glob(f"{root}/gens/go-9/g0*")):
                 first_white.append(passes[colour == -1][0])
             games += 1; black += int(result > 0)
     g = int(d[-4:])
-    print(f"| {g} ({g + 11}) | {games} | {early[-1]} | {early[1]} | {np.median(first_white):.0f} "
+    print(f"| {g} ({g + first}) | {games} | {early[-1]} | {early[1]} | {np.median(first_white):.0f} "
           f"| {count[-1] / games:.1f} / {count[1] / games:.1f} | {black / games:.1%} |")
