@@ -89,7 +89,7 @@ def test_self_play_games_are_played_out_before_anyone_passes():
         assert not reply and moves == ["pass"] and i >= 15
 
 
-def test_the_switch_is_off_by_default_and_needs_eyes_left_out(tmp_path):
+def test_the_switch_is_off_by_default_and_needs_eyes_left_out():
     plain = load_params(None, [])
     assert plain.mcts.early_passes is True and plain.mcts.search(10).early_passes is True
     assert load_params(None, ["mcts.early_passes=true"]).digest() == plain.digest()
