@@ -51,6 +51,12 @@ def fresh_cpu_seconds(results: list[dict]) -> float:
     return sum(r.get("cpu_s", 0.0) for r in results if not r.get("reused"))
 
 
+def earlier_cpu_seconds(results: list[dict]) -> float:
+    """The CPU time earlier attempts of this generation spent on the `results` this run reused: a cached
+    task's own `cpu_s`, or the `earlier_cpu_s` a stage read from the spent/ file beside an output on disk."""
+    return sum(r.get("cpu_s") or r.get("earlier_cpu_s", 0.0) for r in results if r.get("reused"))
+
+
 def machine_compute(seconds: float, params=None, cpu_s: float | None = None) -> dict:
     """The compute record of a flow's run of `seconds`: GPU-hours only where its params put a stage on a GPU;
     with `cpu_s`, the CPU time the run's processes used beside wall time x cores (on a shared machine the

@@ -24,7 +24,7 @@ from prefect.task_runners import ProcessPoolTaskRunner
 
 from flows import lineage, liveness, stages, standalone
 from flows.capacity import require_resources
-from flows.compute import cpu_seconds, fresh_cpu_seconds, machine_compute
+from flows.compute import cpu_seconds, earlier_cpu_seconds, fresh_cpu_seconds, machine_compute
 from flows.ladder import run_ladder
 from flows.layout import Generation, LineError, Workspace, write_json
 from flows.request import GenerationRequest
@@ -212,11 +212,19 @@ def generation_compute(seconds: float, params, flow_cpu_s: float, selfplay: list
                        gate: dict) -> dict:
     """The compute record of a generation made by this flow: wall time x cores, and the CPU time of the work
     done in this run, stage by stage (each stage measures its own process; the flow's process counts its own
-    and its finished children's, DVC's hashing among them)."""
+    and its finished children's, DVC's hashing among them).
+
+    A run that resumes the generation reuses the shards, training or gate parts an earlier attempt finished;
+    their CPU time, kept in the generation's spent/ files, is added as `earlier_attempts` (to the CPU time
+    and to the core-hours). Work an attempt left unfinished is not counted anywhere."""
     by_stage = {"selfplay": fresh_cpu_seconds(selfplay), "train": fresh_cpu_seconds([trained]),
                 "gate": gate.get("cpu_s", 0.0), "flow": flow_cpu_s}
-    record = machine_compute(seconds, params, sum(by_stage.values()))
+    earlier = earlier_cpu_seconds(selfplay) + earlier_cpu_seconds([trained]) + gate.get("earlier_cpu_s", 0.0)
+    record = machine_compute(seconds, params, sum(by_stage.values()) + earlier)
     record["cpu_s_by_stage"] = {k: round(v, 1) for k, v in by_stage.items()}
+    if earlier:
+        record["cpu_s_by_stage"]["earlier_attempts"] = round(earlier, 1)
+        record["core_hours"] = round((seconds * record["cores"] + earlier) / 3600, 4)
     return record
 
 
@@ -345,7 +353,7 @@ def run_gate(tracker, gen: Generation, params, champ: dict, run_id: str, candida
     root, digest = str(gen.root), params.digest()
 
     def ok(j, r):
-        part = {k: v for k, v in r.items() if k not in ("reused", "cpu_s")}
+        part = {k: v for k, v in r.items() if k not in ("reused", "cpu_s", "earlier_cpu_s")}
         return gen.gate_part(j).is_file() and json.loads(gen.gate_part(j).read_text()) == part
 
     parts = _fan_out(gate_part_task, lambda j: (root, gen.rel, j, digest, candidate_sha, champ["sha256"]),
@@ -353,6 +361,7 @@ def run_gate(tracker, gen: Generation, params, champ: dict, run_id: str, candida
     stages.clean_tmp(gen.gate_dir)
     result = stages.gate_combine(gen)
     result["cpu_s"] = fresh_cpu_seconds(parts)
+    result["earlier_cpu_s"] = earlier_cpu_seconds(parts)
     lineage.commit(gen.root, [gen.stage("gate")])
     log_gate(tracker, run_id, gen, result)
     get_run_logger().info("gate: candidate %s against version %s: %s", gate_text(result), champ["version"],

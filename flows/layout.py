@@ -11,6 +11,8 @@ per game tag (`go-9`, `gomoku-6x6x4`). Generation g of line `go-9` lives in
     gate/          candidate against champion: part results, SGFs, result.json (DVC output)
     champion.pt    the champion after this generation (DVC output)
     generation.json  the audit record written when the generation finishes, git-tracked
+    spent/         the CPU time each self-play shard, training and gate part took when it was made, so a run
+                   that resumes the generation counts an earlier attempt's finished work (not DVC-tracked)
 
 `gens/go-9/g0000/` holds generation 0: a freshly initialised champion and an
 empty window. `generations.yaml` lists every line and generation; dvc.yaml's
@@ -141,6 +143,10 @@ class Generation:
     gate_result = property(lambda self: self.dir / "gate" / "result.json")
     champion = property(lambda self: self.dir / "champion.pt")
     record_file = property(lambda self: self.dir / "generation.json")
+
+    def spent_file(self, step: str) -> Path:
+        """The CPU time the run that made `step` (`selfplay-003`, `train`, `gate-000`) spent on it."""
+        return self.dir / "spent" / f"{step}.json"
 
     def shard(self, k: int) -> Path:
         return self.games_dir / f"shard-{k:03d}.npz"

@@ -203,8 +203,25 @@ def selfplay_shard(gen: Generation, k: int, load_network=None) -> dict:
     if played is not None:
         stats["seconds"] = played["seconds"]
         stats["nn_evals"] = played["nn_evals"]
-        stats["cpu_s"] = round(stage_cpu_seconds() - cpu0, 2)
+        stats["cpu_s"] = _spent(gen, f"selfplay-{k:03d}", cpu0)
+    else:
+        stats.update(_spent_before(gen, f"selfplay-{k:03d}"))
     return stats
+
+
+def _spent(gen: Generation, step: str, cpu0: float) -> float:
+    """The CPU time this process spent on `step` since `cpu0`, kept in the generation's spent/ file too."""
+    cpu_s = round(stage_cpu_seconds() - cpu0, 2)
+    write_json(gen.spent_file(step), {"cpu_s": cpu_s})
+    return cpu_s
+
+
+def _spent_before(gen: Generation, step: str) -> dict:
+    """{"earlier_cpu_s": ...}: what the run that made `step`'s output spent on it, when it kept the figure."""
+    try:
+        return {"earlier_cpu_s": float(json.loads(gen.spent_file(step).read_text())["cpu_s"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
 
 
 def selfplay(gen: Generation, workers: int | None = None) -> list[dict]:
@@ -311,7 +328,7 @@ def train(gen: Generation, on_step=None) -> dict:
         kept = trained_elsewhere(gen)  # the summary flows.standalone kept of the training that made it
         if kept and kept["summary"].get("sha256") == sha:
             return {**kept["summary"], "trained": False}
-        return {"seed": seed, "sha256": sha, "trained": False}
+        return {"seed": seed, "sha256": sha, "trained": False, **_spent_before(gen, "train")}
     share_cores(params.train.threads, 1)  # a reused worker process may have been set to fewer threads
     cpu0 = stage_cpu_seconds()
     batch = params.train.batch_size
@@ -326,8 +343,7 @@ def train(gen: Generation, on_step=None) -> dict:
             params, gen.prev.champion, [str(p) for p in window_paths(gen)], gen.candidate, seed,
             on_step=step, meta={"generation": gen.g},
         )
-    summary.update(seed=seed, sha256=file_sha256(gen.candidate), trained=True,
-                   cpu_s=round(stage_cpu_seconds() - cpu0, 2))
+    summary.update(seed=seed, sha256=file_sha256(gen.candidate), trained=True, cpu_s=_spent(gen, "train", cpu0))
     return summary
 
 
@@ -358,7 +374,7 @@ def gate_part(gen: Generation, j: int) -> dict:
     out, sgf = gen.gate_part(j), gen.gate_sgf_dir(j)
     if out.is_file() and sgf.is_dir():
         try:
-            return json.loads(out.read_text())
+            return {**json.loads(out.read_text()), **_spent_before(gen, f"gate-{j:03d}")}
         except ValueError:
             pass
     share_cores(params.gate.threads, params.pipeline.gate_shards)
@@ -373,7 +389,7 @@ def gate_part(gen: Generation, j: int) -> dict:
     _publish_dir(tmp_sgf, sgf)
     part = {"part": j, "seed": seed, "first_index": sum(counts[:j]), "scheduled": counts[j], **result.to_dict()}
     write_json(out, part)
-    return {**part, "cpu_s": round(stage_cpu_seconds() - cpu0, 2)}  # this run's; a part read back has none
+    return {**part, "cpu_s": _spent(gen, f"gate-{j:03d}", cpu0)}  # a part read back has the maker's earlier_cpu_s
 
 
 class GateTallies:

@@ -35,9 +35,11 @@ def test_a_finished_shard_is_not_replayed_and_a_corrupt_one_is(line):
     stamp = g1.shard(0).stat().st_mtime_ns
     again = stages.selfplay_shard(g1, 0)
     assert not again["replayed"] and g1.shard(0).stat().st_mtime_ns == stamp
-    # the CPU time of the shard's play, measured in its process; a shard kept from disk cost nothing now
+    # the CPU time of the shard's play, measured in its process; a shard kept from disk cost nothing now,
+    # and says what the run that played it spent (kept in the generation's spent/ file)
     assert 0 < first["cpu_s"] and "cpu_s" not in again
-    played_here = ("replayed", "seconds", "nn_evals", "cpu_s")
+    assert again["earlier_cpu_s"] == first["cpu_s"] == json.loads(g1.spent_file("selfplay-000").read_text())["cpu_s"]
+    played_here = ("replayed", "seconds", "nn_evals", "cpu_s", "earlier_cpu_s")
     assert {k: v for k, v in again.items() if k not in played_here} == \
         {k: v for k, v in first.items() if k not in played_here}
     g1.shard(0).write_bytes(g1.shard(0).read_bytes()[:100])  # a torn file
@@ -57,9 +59,13 @@ def test_the_whole_generation_from_the_stage_functions(line):
     assert summary["trained"] and g1.candidate.is_file() and summary["cpu_s"] > 0
     kept = stages.train(g1)
     assert not kept["trained"] and "cpu_s" not in kept  # a candidate that loads is kept, at no cost
+    assert kept["earlier_cpu_s"] == summary["cpu_s"]
     part = stages.gate_part(g1, 0)
     assert part["cpu_s"] > 0 and "cpu_s" not in json.loads(g1.gate_part(0).read_text())
-    assert "cpu_s" not in stages.gate_part(g1, 0)  # read back: played by the run before
+    again = stages.gate_part(g1, 0)  # read back: played by the run before
+    assert "cpu_s" not in again and again["earlier_cpu_s"] == part["cpu_s"]
+    g1.spent_file("gate-000").write_text("{torn")  # a spent/ file that cannot be read only loses the figure
+    assert "earlier_cpu_s" not in stages.gate_part(g1, 0)
     result = stages.gate(g1, workers=1)
     assert result["games"] == params.gate.games == result["wins"] + result["losses"] + result["draws"]
     assert result["champion_sha256"] == stages.file_sha256(g0.champion)
@@ -113,3 +119,22 @@ def test_a_defect_in_a_stage_shows_its_whole_traceback(line, capsys, monkeypatch
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err and "in broken" in err
     assert err.rstrip().splitlines()[-1].endswith("ZeroDivisionError: division by zero")
+
+
+def test_a_resumed_generation_counts_what_its_earlier_attempt_finished():
+    """generation_compute: shards, training and gate parts reused from an earlier attempt add their CPU time
+    (a cached task's own cpu_s, or the earlier_cpu_s read from spent/) to the CPU time and the core-hours."""
+    from flows.generation import generation_compute
+
+    selfplay = [{"cpu_s": 100.0, "reused": False}, {"earlier_cpu_s": 90.0, "reused": True},
+                {"cpu_s": 80.0, "reused": True}, {"reused": True}]  # the last: no figure kept
+    trained = {"earlier_cpu_s": 50.0, "reused": True}
+    gate = {"cpu_s": 30.0, "earlier_cpu_s": 20.0}
+    record = generation_compute(1000.0, None, 5.0, selfplay, trained, gate)
+    assert record["cpu_s_by_stage"] == {"selfplay": 100.0, "train": 0.0, "gate": 30.0, "flow": 5.0,
+                                        "earlier_attempts": 240.0}
+    assert record["cpu_s"] == 375.0
+    assert record["core_hours"] == round((1000.0 * record["cores"] + 240.0) / 3600, 4)
+    fresh = generation_compute(1000.0, None, 5.0, selfplay[:1], {"cpu_s": 7.0, "reused": False}, {"cpu_s": 1.0})
+    assert "earlier_attempts" not in fresh["cpu_s_by_stage"]
+    assert fresh["core_hours"] == round(1000.0 * fresh["cores"] / 3600, 4)

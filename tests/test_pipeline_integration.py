@@ -143,6 +143,9 @@ def test_second_run_refused_then_killed_run_retried_without_losing_or_replaying_
     record = json.loads((g3 / "generation.json").read_text())
     assert record["selfplay"]["games"] == 4 * 24 and record["flow_run_id"] == first
     assert record["selfplay"]["shards_reused"] >= len(done)
+    # the shards the killed attempt finished are counted in the generation's compute, at their CPU time
+    spent = sum(json.loads((g3 / "spent" / f"selfplay-{name[6:9]}.json").read_text())["cpu_s"] for name in done)
+    assert record["compute"]["cpu_s_by_stage"]["earlier_attempts"] >= spent > 0
     print(f"killed with {len(done)} of 4 shards done; the retry reused {record['selfplay']['shards_reused']}")
     assert len(list((g3 / "games/sgf").rglob("*.sgf"))) == 4 * 24
     assert not list((g3 / "games").rglob("*.tmp"))
