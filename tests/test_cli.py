@@ -37,6 +37,25 @@ def test_init_selfplay_train_match(tmp_path):
     assert result["games"] == 4 and json.loads(out.stdout) == result
 
 
+def test_match_names_its_players_in_the_sgfs(tmp_path):
+    """Two checkpoints with the same file name from different folders: --a-name/--b-name tell them apart
+    (by default each is named by its file name)."""
+    for d, seed in (("new", "1"), ("old", "2")):
+        (tmp_path / d).mkdir()
+        run("init", "--out", f"{d}/go-9.pt", "--seed", seed, cwd=tmp_path)
+    run("match", "--a", "new/go-9.pt", "--b", "old/go-9.pt", "--games", "2", "--sgf-dir", "same", cwd=tmp_path)
+    run("match", "--a", "new/go-9.pt", "--b", "old/go-9.pt", "--games", "2", "--sgf-dir", "named",
+        "--a-name", "g26", "--b-name", "g25 [old]", cwd=tmp_path)
+    from zero.sgf import parse_sgf
+
+    same = [parse_sgf(p.read_text()) for p in sorted((tmp_path / "same").glob("*.sgf"))]
+    named = [parse_sgf(p.read_text()) for p in sorted((tmp_path / "named").glob("*.sgf"))]
+    assert {(g.black, g.white) for g in same} == {("go-9.pt", "go-9.pt")}
+    assert [(g.black, g.white) for g in named] == [("g26", "g25 [old]"), ("g25 [old]", "g26")]
+    proc = run("match", "--a", "new/go-9.pt", "--b", "old/go-9.pt", "--a-name", "", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "--a-name" in proc.stderr and "1 to 64 printable" in proc.stderr
+
+
 def test_bench_json(tmp_path):
     out = run("bench", "--json", "--seconds", "2", "--games", "4", "--visits", "4", cwd=tmp_path)
     figures = json.loads(out.stdout)

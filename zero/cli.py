@@ -71,6 +71,13 @@ def _seed(text: str) -> int:
     return n
 
 
+def _player_name(text: str) -> str:
+    """argparse type: a player's name for SGF files, 1-64 printable characters."""
+    if not 1 <= len(text) <= 64 or not text.isprintable():
+        raise argparse.ArgumentTypeError(f"must be 1 to 64 printable characters, got {text!r}")
+    return text
+
+
 def _seconds(text: str) -> float:
     try:
         x = float(text)
@@ -245,7 +252,7 @@ def cmd_match(args) -> int:
     bar, tick = _progress(games, "match games")
     with bar:
         result = play_match(params, args.a, args.b, games, args.seed, args.sgf_dir, args.visits,
-                            sequential=args.sequential, progress=tick)
+                            sequential=args.sequential, progress=tick, names=(args.a_name, args.b_name))
     out = result.to_dict()
     text = json.dumps(out, indent=2)
     if args.out:
@@ -466,6 +473,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sequential", action="store_true", help="stop once the gate's outcome is certain")
     p.add_argument("--out", default=None)
     p.add_argument("--sgf-dir", default=None)
+    p.add_argument("--a-name", type=_player_name, default=None,
+                   help="a's name in the SGFs (default: the checkpoint's file stem, or mcts-N, ...)")
+    p.add_argument("--b-name", type=_player_name, default=None, help="like --a-name")
     p.set_defaults(fn=cmd_match)
 
     p = sub.add_parser("gtp", parents=[common], help="GTP v2 engine on stdin/stdout")

@@ -131,9 +131,12 @@ def run_match(game: Game, a, b, num_games: int, seed: int, concurrent: int = 64,
 
 def play_match(params, a: str, b: str, num_games: int, seed: int, sgf_dir: str | Path | None = None,
                visits: int | None = None, first_index: int = 0, sequential: bool = False,
-               progress=None, stop: Callable[[int, int, int], bool] | None = None) -> MatchResult:
+               progress=None, stop: Callable[[int, int, int], bool] | None = None,
+               names: tuple[str | None, str | None] = (None, None)) -> MatchResult:
     """Play a match between two player specs (checkpoint paths, `random`, `mcts:N`, `init`).
 
+    `names` are the players' names in the SGFs (PB/PW); each left None is the player's own (a checkpoint's
+    file stem, `mcts-500`, ...).
     With sequential, stops early once a `params.gate` gate of `num_games` games is decided;
     `stop` is run_match's, for a gate whose decision spans several parts.
     `progress` is run_match's: progress(games_done, num_games, positions) as each game ends.
@@ -149,5 +152,6 @@ def play_match(params, a: str, b: str, num_games: int, seed: int, sgf_dir: str |
                     params.selfplay.resign_threshold, stop_early, first_index, progress=progress, stop=stop,
                     resign_min_move=params.selfplay.resign_min_move)
     if sgf_dir is not None:
-        write_sgfs(out.records, params.game, sgf_dir, "match", event="match", players=(pa.name, pb.name))
+        write_sgfs(out.records, params.game, sgf_dir, "match", event="match",
+                   players=(names[0] or pa.name, names[1] or pb.name))
     return out.result
