@@ -30,6 +30,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from flows.layout import write_json
 from flows.plots import _pyplot, _save
 from zero.ladder import LadderError, is_fixed_opponent, parse_anchor, read_pairings
 from zero.ratings import Pairing, RatingError, fit_ratings
@@ -126,16 +127,11 @@ def fit(history: History, base: Path) -> dict:
         raise HistoryError(str(e)) from None
     if not ratings:
         raise HistoryError(f"the anchor {anchor[0]} played none of the games the history names")
-    champions = []
-    for c in history.champions:
-        r = ratings.get(c.name)
-        champions.append({"name": c.name, "core_hours": c.core_hours, "gpu_hours": c.gpu_hours,
-                          "shipped": c.shipped, **({"elo": round(r.elo, 1), "elo_low": round(r.low, 1),
-                                                    "elo_high": round(r.high, 1), "games": r.games} if r else
-                                                   {"elo": None, "games": 0})})
-    opponents = {n: {"elo": round(r.elo, 1), "elo_low": round(r.low, 1), "elo_high": round(r.high, 1),
-                     "games": r.games}
-                 for n, r in sorted(ratings.items()) if n not in {c.name for c in history.champions}}
+    champions = [{"name": c.name, "core_hours": c.core_hours, "gpu_hours": c.gpu_hours, "shipped": c.shipped,
+                  **(ratings[c.name].to_dict() if c.name in ratings else {"elo": None, "games": 0})}
+                 for c in history.champions]
+    names = {c.name for c in history.champions}
+    opponents = {n: r.to_dict() for n, r in sorted(ratings.items()) if n not in names}
     return {"anchor": {"player": anchor[0], "elo": anchor[1]}, "champions": champions,
             "opponents": opponents, "games": sum(p.games for p in games)}
 
@@ -177,10 +173,7 @@ def run(path: str | Path) -> dict:
     path = Path(path)
     history = load(path)
     fitted = fit(history, path.parent)
-    out = path.parent / "ratings.json"
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(fitted, indent=1) + "\n")
-    tmp.replace(out)
+    write_json(path.parent / "ratings.json", fitted)
     plot(fitted, path.parent / "elo.png", history.title)
     return fitted
 
