@@ -341,7 +341,7 @@ def train(gen: Generation, on_step=None) -> dict:
 
         summary = train_net(
             params, gen.prev.champion, [str(p) for p in window_paths(gen)], gen.candidate, seed,
-            on_step=step, meta={"generation": gen.g},
+            on_step=step, meta={"generation": gen.g}, network=params.network.for_generation(gen.g),
         )
     summary.update(seed=seed, sha256=file_sha256(gen.candidate), trained=True, cpu_s=_spent(gen, "train", cpu0))
     return summary

@@ -172,6 +172,22 @@ class GameConfig(_Section):
 
 
 _NET_NAME = re.compile(r"^b(\d+)c(\d+)$")
+_Generation = Annotated[int, Field(strict=True, ge=0, le=1_000_000)]
+
+
+def _trunk(name: str) -> tuple[int, int]:
+    m = _NET_NAME.match(name)
+    return int(m.group(1)), int(m.group(2))
+
+
+def _net_size(v: str) -> str:
+    """A network size name, b<blocks>c<filters>, checked."""
+    m = _NET_NAME.match(v) if isinstance(v, str) else None
+    if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
+        raise ValueError(f"network size {v!r} is not of the form b<blocks>c<filters>, e.g. b6c64")
+    if int(m.group(1)) > MAX_BLOCKS or int(m.group(2)) > MAX_FILTERS:
+        raise ValueError(f"network size {v!r}: at most {MAX_BLOCKS} blocks of {MAX_FILTERS} filters")
+    return v
 
 
 class NetworkConfig(_Section):
@@ -189,16 +205,42 @@ class NetworkConfig(_Section):
     global_pooling_every: int = _int(3, ge=1, le=MAX_BLOCKS, switch=True)
     global_pooling_channels: int = _int(0, ge=0, le=MAX_FILTERS, switch=True)
     aux_heads: bool = _bool(False, switch=True)
+    # A network that grows with its line: [[generation, size], ...], the last entry at or below g applies
+    # (`size` before the first). The generation whose size is larger than its champion's trains the
+    # champion grown into it (zero.network.grow_network: the same outputs, then more to learn), so a line
+    # can start small, where a small network learns fastest, and keep its strength as it grows.
+    size_schedule: list[tuple[_Generation, str]] = Field(default_factory=list, max_length=100,
+                                                          json_schema_extra=_SWITCH)
 
     @field_validator("size")
     @classmethod
     def _size_name(cls, v: str) -> str:
-        m = _NET_NAME.match(v)
-        if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
-            raise ValueError(f"network size {v!r} is not of the form b<blocks>c<filters>, e.g. b6c64")
-        if int(m.group(1)) > MAX_BLOCKS or int(m.group(2)) > MAX_FILTERS:
-            raise ValueError(f"network size {v!r}: at most {MAX_BLOCKS} blocks of {MAX_FILTERS} filters")
+        return _net_size(v)
+
+    @field_validator("size_schedule")
+    @classmethod
+    def _schedule_grows(cls, v: list) -> list:
+        sizes = [(g, _net_size(name)) for g, name in sorted(v)]
+        for (g0, a), (g1, b) in zip(sizes, sizes[1:]):
+            (ba, ca), (bb, cb) = _trunk(a), _trunk(b)
+            if g0 == g1 or bb < ba or cb < ca:
+                raise ValueError(f"network.size_schedule: {a} at generation {g0} then {b} at generation {g1}; "
+                                 "a network grows (blocks and filters never fewer), one size a generation")
         return v
+
+    @model_validator(mode="after")
+    def _schedule_from_size(self) -> "NetworkConfig":
+        for g, name in self.size_schedule:
+            (b, c), (b0, c0) = _trunk(name), _trunk(self.size)
+            if b < b0 or c < c0:
+                raise ValueError(f"network.size_schedule: {name} at generation {g} is smaller than network.size "
+                                 f"{self.size}; a network grows, it does not shrink")
+        return self
+
+    def for_generation(self, g: int) -> "NetworkConfig":
+        """This section with the size of `size_schedule` at generation g."""
+        steps = [name for start, name in sorted(self.size_schedule) if start <= g]
+        return self.model_copy(update={"size": steps[-1]}) if steps else self
 
     @property
     def blocks(self) -> int:
@@ -335,7 +377,6 @@ class _ComputeSection(_Section):
         return _device(v)
 
 
-_Generation = Annotated[int, Field(strict=True, ge=0, le=1_000_000)]
 _Visits = Annotated[int, Field(strict=True, ge=1, le=MAX_VISITS)]
 
 

@@ -424,6 +424,64 @@ def init_network(params, game, seed: int) -> ZeroNet:
     return net
 
 
+def grow_network(net: ZeroNet, blocks: int, filters: int, pooling_channels: int, seed: int) -> ZeroNet:
+    """`net` with a trunk of `blocks` blocks of `filters` filters that computes what `net` computes.
+
+    A line that starts small and grows (a small network learns fast early, a larger one goes further)
+    keeps the strength it has: every weight of `net` keeps its place, the new channels get random
+    weights on their inputs and zero weights into the old channels and the heads, and the new blocks
+    are identities (their second batch norm zero on the old channels), so the grown network's outputs
+    equal `net`'s up to float rounding and training moves on from there (Net2Net, Chen et al. 2016,
+    with zero-initialised residual branches, Goyal et al. 2017). The new blocks come first: a block's
+    kind (plain or global pooling) is set by its distance from the last, so the old blocks, kept in
+    order at the end of the trunk, keep their kinds. ValueError if the new trunk is smaller in any size.
+    """
+    old = net.config
+    if blocks < old.blocks or filters < old.filters or pooling_channels < old.pooling_channels:
+        raise ValueError(f"a network grows, it does not shrink: b{old.blocks}c{old.filters} (pooling "
+                         f"{old.pooling_channels}) to b{blocks}c{filters} (pooling {pooling_channels})")
+    new_cfg = NetConfig(**{**asdict(old), "blocks": blocks, "filters": filters,
+                           "pooling_channels": pooling_channels if old.pooling_every else 0})
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        grown = ZeroNet(new_cfg)
+    places = [blocks - old.blocks + i for i in range(old.blocks)]  # right-aligned: each keeps its kind
+    c, pc = old.filters, old.pooling_channels
+    src = {k: v.detach().float() for k, v in net.state_dict().items()}
+    out = grown.state_dict()
+
+    def keep(name: str, new_name: str | None = None, old_in: int | None = c, pooled_in: bool = False) -> None:
+        """Copy tensor `name` into the leading corner of `new_name`; zero what new inputs give old outputs."""
+        w, target = src[name], out[new_name or name]
+        if w.dim() == 0:
+            target.copy_(w)
+            return
+        if pooled_in:  # the input is [mean, scaled mean, max] of the pooled channels: three blocks of pc
+            wide = target.shape[1] // 3
+            target[: w.shape[0]] = 0.0
+            for part in range(3):
+                target[: w.shape[0], part * wide: part * wide + pc] = w[:, part * pc: (part + 1) * pc]
+            return
+        target[tuple(slice(0, n) for n in w.shape)] = w
+        if w.dim() >= 2 and old_in is not None and target.shape[1] > w.shape[1]:
+            target[: w.shape[0], w.shape[1]:] = 0.0
+
+    for name in src:
+        if name.startswith("trunk."):
+            i, rest = name.split(".", 2)[1:]
+            keep(name, f"trunk.{places[int(i)]}.{rest}", pooled_in=rest == "pool_fc.weight")
+        elif name.startswith("stem.0"):
+            keep(name, old_in=None)  # the input planes do not grow
+        else:
+            keep(name)
+    for i in sorted(set(range(blocks)) - set(places)):  # a new block: its residual branch adds nothing
+        out[f"trunk.{i}.bn2.weight"][:c] = 0.0
+        out[f"trunk.{i}.bn2.bias"][:c] = 0.0
+    grown.load_state_dict(out)
+    grown.eval()
+    return grown
+
+
 def init_checkpoint(params, path: str | Path, seed: int) -> None:
     """Write a freshly initialised network for the params' game to `path`."""
     from zero.games import make_game

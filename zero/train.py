@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 
 from zero.games.base import square_symmetries
-from zero.network import load_checkpoint, pick_device, save_checkpoint, set_threads
+from zero.network import grow_network, load_checkpoint, pick_device, save_checkpoint, set_threads
 from zero.shards import file_sha256, read_shard
 
 METRIC_KEYS = ("loss", "policy_loss", "value_loss", "l2", "entropy", "lr", "positions_per_s")
@@ -402,6 +402,16 @@ def evaluate(net, window: Window, index: np.ndarray, batch_size: int, device: to
     return result
 
 
+def _trunk(config) -> tuple[int, int, int]:
+    """A NetConfig's trunk: blocks, filters, pooled channels."""
+    return config.blocks, config.filters, config.pooling_channels
+
+
+def _trunk_of(network) -> tuple[int, int, int]:
+    """The trunk a params network section asks for, as `_trunk` reads a NetConfig."""
+    return network.blocks, network.filters, network.pooling_channels if network.global_pooling else 0
+
+
 def train(
     params,
     init_checkpoint: str | Path,
@@ -411,6 +421,7 @@ def train(
     on_step: Callable[[int, dict], None] | None = None,
     meta: dict | None = None,
     newest_shards: int | None = None,
+    network=None,
 ) -> dict:
     """Train the network of `init_checkpoint` on the shards' window and write `out_checkpoint`.
 
@@ -430,12 +441,16 @@ def train(
         newest_shards: how many of the last shards are the newest generation
             (for the held-out games and the lifetime reuse figure); default
             `params.pipeline.selfplay_shards`, at most all of them.
+        network: a NetworkConfig section whose trunk is larger than the checkpoint's: the network is
+            grown into it first (zero.network.grow_network, seeded by `seed`); None or the same trunk
+            trains the checkpoint's network as it is.
     Returns:
         {steps, positions, shards, seconds, final, reuse} and, with
         train.holdout_share, holdout: `final` holds each metric averaged over
         the last ~10% of steps (and the last held-out losses); `reuse` is
         `reuse(...)`'s figures; `holdout` has the held-out games, positions
-        and losses at the end.
+        and losses at the end; `grown_from`, the size the network was grown
+        from, when it was.
     """
     cfg = params.train
     set_threads(cfg.threads)
@@ -443,6 +458,10 @@ def train(
     amp = cfg.mixed_precision and device.type == "cuda"
     started = time.perf_counter()
     net, init_meta = load_checkpoint(init_checkpoint, device)
+    grown_from = None
+    if network is not None and _trunk(net.config) != _trunk_of(network):
+        grown_from = f"b{net.config.blocks}c{net.config.filters}"
+        net = grow_network(net.cpu(), network.blocks, network.filters, network.pooling_channels, seed).to(device)
     layout = _layout(cfg)
     net = net.to(memory_format=layout)
     nc = net.config
@@ -536,6 +555,8 @@ def train(
     if len(held_index):
         games = len({(int(k), int(g)) for k, g in zip(window.shard_number()[held], window.game_index[held])})
         summary["holdout"] = {"games": games, "positions": len(held_index), **holdout}
+    if grown_from:
+        summary["grown_from"] = grown_from
     out_meta = {k: init_meta[k] for k in ("game",) if k in init_meta}
     out_meta.update(
         {
@@ -544,6 +565,7 @@ def train(
             "positions": len(window),
             "shards": [s["sha256"] for s in window.shards],
             "init_checkpoint_sha256": file_sha256(init_checkpoint),
+            **({"grown_from": grown_from} if grown_from else {}),
             # no wall-clock figures: the same weights must give the same file bytes
             "final": {k: v for k, v in final.items() if k not in TIMING_KEYS},
         }
