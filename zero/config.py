@@ -175,6 +175,12 @@ _NET_NAME = re.compile(r"^b(\d+)c(\d+)$")
 _Generation = Annotated[int, Field(strict=True, ge=0, le=1_000_000)]
 
 
+def _scheduled(schedule: list, g: int):
+    """The value of the last `[generation, value]` entry of `schedule` at or below generation g, else None."""
+    values = [v for start, v in sorted(schedule) if start <= g]
+    return values[-1] if values else None
+
+
 def _trunk(name: str) -> tuple[int, int]:
     m = _NET_NAME.match(name)
     return int(m.group(1)), int(m.group(2))
@@ -239,8 +245,8 @@ class NetworkConfig(_Section):
 
     def for_generation(self, g: int) -> "NetworkConfig":
         """This section with the size of `size_schedule` at generation g."""
-        steps = [name for start, name in sorted(self.size_schedule) if start <= g]
-        return self.model_copy(update={"size": steps[-1]}) if steps else self
+        size = _scheduled(self.size_schedule, g)
+        return self.model_copy(update={"size": size}) if size else self
 
     @property
     def blocks(self) -> int:
@@ -429,8 +435,8 @@ class SelfPlayConfig(_ComputeSection):
 
     def for_generation(self, g: int) -> "SelfPlayConfig":
         """This section with the visits of `visits_schedule` at generation g."""
-        steps = [v for start, v in sorted(self.visits_schedule) if start <= g]
-        return self.model_copy(update={"visits": steps[-1]}) if steps else self
+        visits = _scheduled(self.visits_schedule, g)
+        return self.model_copy(update={"visits": visits}) if visits else self
 
 
 class TrainConfig(_ComputeSection):
