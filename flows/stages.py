@@ -106,7 +106,8 @@ def init(gen: Generation) -> dict:
         if params.pipeline.init_from:
             _start_from(params, gen.root / params.pipeline.init_from, gen.champion)
         else:
-            init_checkpoint(params, gen.champion, seed)
+            first = params.model_copy(update={"network": params.network.for_generation(0)})
+            init_checkpoint(first, gen.champion, seed)
     write_json(gen.window_file, {"generation": 0, "window_generations": 0, "shards": []})
     return {"seed": seed, "sha256": file_sha256(gen.champion)}
 

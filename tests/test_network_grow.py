@@ -109,3 +109,9 @@ def test_a_generation_of_a_larger_size_trains_its_champion_grown(tmp_path):
     assert (big.config.blocks, big.config.filters) == (2, 16)
     assert summary["grown_from"] == meta["grown_from"] == f"b{small.config.blocks}c{small.config.filters}"
     assert stages.gate(g1, workers=1)["games"] == params.gate.games  # the grown candidate plays its match
+
+
+def test_a_line_scheduled_large_from_its_start_is_initialised_large(tmp_path):
+    _, (g0, _) = smoke_line(tmp_path, ['network.size_schedule=[[0, "b2c12"]]'])
+    net, _ = load_checkpoint(g0.champion)
+    assert (net.config.blocks, net.config.filters) == (2, 12)
