@@ -42,6 +42,10 @@ def test_a_pairing_is_recorded_with_its_games(tmp_path):
     assert rec["wins"] >= 5  # pure MCTS with 200 rollouts against random moves on 6x6, four in a row
     assert len(list((tmp_path / "sgf" / "mcts-200--random--ladder").glob("*.sgf"))) == 6
     assert read_pairings(tmp_path) == [rec]
+    black, white = rec["a_as_black"], rec["a_as_white"]  # a is black in games 0, 2, 4
+    assert sum(black.values()) == sum(white.values()) == 3
+    assert [black[k] + white[k] for k in ("wins", "losses", "draws")] == [rec["wins"], rec["losses"], rec["draws"]]
+    assert "a_margins" not in rec  # Gomoku has no score
     with pytest.raises(LadderError, match="colour-swapped"):
         play_pairing(GOMOKU, "mcts:8", "random", 3, seed=1, visits=8, out_dir=tmp_path)
 
@@ -269,3 +273,22 @@ def test_a_ladder_at_a_time_a_move_plays_at_the_visits_that_time_buys(tmp_path, 
     assert f"buys net {record['visits']} visits" in capsys.readouterr().err
     assert main(["ladder", *go_args, "--model", str(model), "--opponents", "random", "--games", "2",
                  "--seconds-per-move", "0", "--out", str(out)]) == 2
+
+
+def test_a_go_pairing_records_each_games_margin_from_as_side(tmp_path):
+    from zero.sgf import parse_sgf
+
+    small = params_from_dict({"game": {"name": "go", "size": 5}, "network": {"size": "b1c8", "value_hidden": 8},
+                              "gate": {"threads": 1}})
+    rec = play_pairing(small, "mcts:30", "random", 6, seed=4, visits=8, out_dir=tmp_path, concurrent=6)
+    margins = rec["a_margins"]
+    games = sorted((tmp_path / "sgf" / "mcts-30--random--ladder").glob("*.sgf"))
+    assert len(margins) == len(games) == 6
+    for i, (margin, path) in enumerate(zip(margins, games)):
+        sgf = parse_sgf(path.read_text())
+        assert sgf.black == ("mcts-30" if i % 2 == 0 else "random")
+        winner, points = sgf.result.split("+")  # e.g. W+12.5: the referee's count, as the record has it
+        a_won = (winner == "B") == (i % 2 == 0)
+        assert margin == (float(points) if a_won else -float(points))
+    assert sum(m > 0 for m in margins) == rec["wins"]
+    assert rec["a_as_black"]["wins"] == sum(m > 0 for m in margins[0::2])

@@ -373,10 +373,10 @@ def _print_ladder(fitted: dict, rows: list[dict], png: Path) -> None:
     for name, r in fitted["ratings"].items():
         t.add_row(name, f"{r['elo']:.0f}", f"[{r['elo_low']:.0f}, {r['elo_high']:.0f}]", str(r["games"]))
     m = Table(title="matches")
-    for col in ("a", "b", "kind", "games", "a's score (w-l-d)", "a's win rate"):
+    for col in ("a", "b", "kind", "games", "a's score (w-l-d)", "as black / as white", "a's win rate"):
         m.add_column(col)
     for r in rows:
-        m.add_row(r["a"], r["b"], r["label"], str(r["games"]), r["score"],
+        m.add_row(r["a"], r["b"], r["label"], str(r["games"]), r["score"], r["by_colour"],
                   f"{r['win_rate']:.3f}" if r["win_rate"] is not None else "")
     console = Console(file=sys.stdout, width=120)
     console.print(m)

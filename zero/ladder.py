@@ -195,13 +195,40 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     tmp_sgf.replace(final_sgf)
     record = {
         "a": a_name, "b": b_name, "label": label, **settings,
-        **out.result.to_dict(),
+        **out.result.to_dict(), **games_by_colour(out.records, params.game.name == "go"),
         "rules": "tromp-taylor area, positional superko, refereed by zero",
         "seconds": round(time.time() - started, 1),
         "date": time.strftime("%Y-%m-%d"),
     }
     write_pairing(out_dir, record)
     return record
+
+
+def games_by_colour(records, go: bool) -> dict:
+    """Player a's results with each colour, and on Go each game's final margin from a's side.
+
+    a plays black in the even-numbered games (zero.arena). `a_as_black` and `a_as_white` hold
+    wins, losses and draws; `a_margins` (Go) the Tromp-Taylor score of each game in game order, positive
+    where a won, None for a game that ended by resignation.
+    """
+    out = {f"a_as_{c}": {"wins": 0, "losses": 0, "draws": 0} for c in ("black", "white")}
+    margins = []
+    for rec in sorted(records, key=lambda r: r.index):
+        colour, sign = ("black", 1) if rec.index % 2 == 0 else ("white", -1)
+        won = rec.result * sign
+        out[f"a_as_{colour}"]["wins" if won > 0 else "losses" if won < 0 else "draws"] += 1
+        margins.append(None if rec.resigned else round(float(rec.score) * sign, 1))
+    if go:
+        out["a_margins"] = margins
+    return out
+
+
+def colour_text(record: dict) -> str:
+    """`a`'s score as black and as white, `5-5-0 / 3-7-0`, from a pairing record; "" for an older one."""
+    parts = [record.get(f"a_as_{c}") for c in ("black", "white")]
+    if not all(parts):
+        return ""
+    return " / ".join(f"{p['wins']}-{p['losses']}-{p['draws']}" for p in parts)
 
 
 def _is_network(spec: str) -> bool:
@@ -390,6 +417,7 @@ def table(fitted: dict, records: list[dict]) -> list[dict]:
         rows.append({
             "a": r["a"], "b": r["b"], "label": r.get("label", ""), "games": r["wins"] + r["losses"] + r["draws"],
             "score": f"{r['wins']}-{r['losses']}-{r['draws']}", "win_rate": r.get("win_rate"),
+            "by_colour": colour_text(r),
             "elo_diff": r.get("elo"), "elo_diff_low": r.get("elo_low"), "elo_diff_high": r.get("elo_high"),
             "a_rating": ratings.get(r["a"]), "b_rating": ratings.get(r["b"]), "date": r.get("date"),
         })
