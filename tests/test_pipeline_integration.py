@@ -145,7 +145,8 @@ def test_second_run_refused_then_killed_run_retried_without_losing_or_replaying_
     assert record["selfplay"]["shards_reused"] >= len(done)
     # the shards the killed attempt finished are counted in the generation's compute, at their CPU time
     spent = sum(json.loads((g3 / "spent" / f"selfplay-{name[6:9]}.json").read_text())["cpu_s"] for name in done)
-    assert record["compute"]["cpu_s_by_stage"]["earlier_attempts"] >= spent > 0
+    assert spent > 0  # the record keeps tenths of a second: compare at that precision
+    assert record["compute"]["cpu_s_by_stage"]["earlier_attempts"] >= round(spent, 1)
     print(f"killed with {len(done)} of 4 shards done; the retry reused {record['selfplay']['shards_reused']}")
     assert len(list((g3 / "games/sgf").rglob("*.sgf"))) == 4 * 24
     assert not list((g3 / "games").rglob("*.tmp"))
