@@ -78,6 +78,13 @@ def _same_run(previous: dict, start_sha: str, gens: list[dict]) -> bool:
             and first[0].get("sha256") == gens[0]["sha256"])
 
 
+def _widened_from(checkpoint: Path) -> str | None:
+    """The sha256 of the champion a generation-0 checkpoint was widened from (zero.network.widen_inputs)."""
+    from zero.network import load_checkpoint
+
+    return load_checkpoint(checkpoint)[1].get("widened_from")
+
+
 def ship(root: Path, params, params_file: str, models: Path | None = None) -> dict:
     """Copy the champion after the last finished generation to models/<tag>.pt and write its lineage."""
     ws, tag = Workspace(root), params.game.tag
@@ -97,7 +104,8 @@ def ship(root: Path, params, params_file: str, models: Path | None = None) -> di
     if previous and _same_run(previous, start_sha, gens):  # this run shipped again: replace its entry
         earlier = previous.get("runs", [])[:-1]
         earlier_totals = previous.get("earlier_totals", {})
-    elif previous and previous.get("sha256") == start_sha:  # this run resumed from the shipped champion
+    elif previous and previous.get("sha256") in (start_sha, _widened_from(ws.generation(tag, 0).champion)):
+        # this run resumed from the shipped champion (as it was, or widened to more input planes)
         earlier = previous.get("runs", [])
         earlier_totals = previous.get("totals", {})
     players = json.loads((ladder_dir(root, tag) / "players.json").read_text()) \

@@ -114,14 +114,24 @@ def init(gen: Generation) -> dict:
 
 def _start_from(params, source: Path, out: Path) -> None:
     """Generation 0 as a copy of an existing checkpoint (a shipped champion), checked against the params."""
+    from zero.games import go_kernels as K
     from zero.games import make_game
-    from zero.network import load_checkpoint
+    from zero.network import CHECKSUM_KEY, load_checkpoint, save_checkpoint, widen_inputs
 
-    net, _ = load_checkpoint(source)  # CheckpointError names the file
+    net, meta = load_checkpoint(source)  # CheckpointError names the file
     game = make_game(params.game)
-    if net.config.num_actions != game.num_actions or net.config.in_planes != game.num_planes:
-        raise ValueError(f"pipeline.init_from: {source} is a network for another game or board than {params.game.tag}")
     tmp = out.with_name(out.name + ".tmp")
+    if (net.config.num_actions == game.num_actions and params.game.liberty_planes
+            and net.config.in_planes + K.LIBERTY_PLANES == game.num_planes):
+        # a champion without the liberty planes, for a line with them: the same network on a wider input
+        meta = {**meta, "widened_from": file_sha256(source), "liberty_planes": True}
+        meta.pop(CHECKSUM_KEY, None)
+        save_checkpoint(widen_inputs(net, game.num_planes), tmp, meta, checksum=True)
+        tmp.replace(out)
+        return
+    if net.config.num_actions != game.num_actions or net.config.in_planes != game.num_planes:
+        raise ValueError(f"pipeline.init_from: {source} is a network for another game or board than {params.game.tag}"
+                         f" ({net.config.in_planes} input planes, the params' game has {game.num_planes})")
     shutil.copyfile(source, tmp)
     tmp.replace(out)
 

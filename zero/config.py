@@ -125,7 +125,7 @@ def network_parameters(in_planes: int, height: int, width: int, num_actions: int
 def board_shape(game: "GameConfig") -> tuple[int, int, int]:
     """(input planes, board points, actions) of a game section, as zero.games builds it."""
     if game.name == "go":
-        return 17, game.size * game.size, game.size * game.size + 1
+        return 17 + (6 if game.liberty_planes else 0), game.size * game.size, game.size * game.size + 1
     return 4, game.height * game.width, game.height * game.width
 
 
@@ -148,7 +148,14 @@ class _Section(BaseModel):
 
 
 class GameConfig(_Section):
-    """Which game and board. Go uses `size` and `komi`; Gomoku `height`, `width`, `k`."""
+    """Which game and board. Go uses `size` and `komi`; Gomoku `height`, `width`, `k`.
+
+    `liberty_planes` (a switch, Go only, off by default): the network also sees how many liberties each
+    group has (1, 2, 3 or more; its stones and the opponent's: 6 planes after the paper's 17), KataGo's
+    liberty features (Wu 2019), for the capturing races and life and death a small network misjudges. A
+    line started from a champion without them widens its input (zero.network.widen_inputs: the same
+    outputs, then more to learn).
+    """
 
     name: Literal["go", "gomoku"] = "go"
     size: int = _int(9, ge=5, le=19)
@@ -156,11 +163,14 @@ class GameConfig(_Section):
     height: int = _int(15, ge=3, le=25)
     width: int = _int(15, ge=3, le=25)
     k: int = _int(5, ge=3, le=9)
+    liberty_planes: bool = _bool(False, switch=True)
 
     @model_validator(mode="after")
     def _k_fits(self) -> "GameConfig":
         if self.name == "gomoku" and self.k > max(self.height, self.width):
             raise ValueError(f"k={self.k} does not fit a {self.height}x{self.width} board")
+        if self.name != "go" and self.liberty_planes:
+            raise ValueError("game.liberty_planes is a Go input: Gomoku has no liberties")
         return self
 
     @property

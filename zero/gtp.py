@@ -135,7 +135,8 @@ class GtpEngine(AnalysisCommands):
     def _initial(self, size: int, komi: float):
         from zero.games.go import GoPosition
 
-        return GoPosition.initial(size=size, komi=komi, open_ended=True)
+        return GoPosition.initial(size=size, komi=komi, open_ended=True,
+                                  liberty_planes=self.engine.game.liberty_planes)
 
     def _clear(self) -> None:
         self.positions = [self._initial(self.size, self.komi)]

@@ -127,7 +127,8 @@ def visits_per_move(params, model: str, seconds: float, positions: int = 3, seed
 
     set_threads(params.gate.threads)
     engine = Engine(EngineConfig.from_params(params, visits=10_000_000), model, seed=seed)
-    position = GoPosition.initial(params.game.size, params.game.komi, open_ended=True)
+    position = GoPosition.initial(params.game.size, params.game.komi, open_ended=True,
+                                  liberty_planes=params.game.liberty_planes)
     engine.think(position, seconds=min(seconds, 1.0))  # compiles the kernels before anything is timed
     samples = []
     for k in range(positions):

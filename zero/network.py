@@ -407,6 +407,14 @@ def check_network_fits(net: ZeroNet, game, path, params_tag: str, checkpoint_gam
                                                            game.num_actions):
         return
     kind = f"{checkpoint_game}, " if checkpoint_game else ""
+    if (c.height, c.width, c.num_actions) == (game.height, game.width, game.num_actions) and game.name == "go":
+        from zero.games.go_kernels import LIBERTY_PLANES
+
+        switch = {game.num_planes + LIBERTY_PLANES: "true", game.num_planes - LIBERTY_PLANES: "false"}.get(c.in_planes)
+        if switch is not None and getattr(game, "liberty_planes", False) != (switch == "true"):
+            raise CheckpointError(
+                f"{path}: the checkpoint's network takes {c.in_planes} input planes, the params' game gives "
+                f"{game.num_planes}: it was trained with game.liberty_planes: {switch} (--set game.liberty_planes={switch})")
     raise CheckpointError(
         f"{path}: the checkpoint's network is for {kind}a {c.height}x{c.width} board with {c.in_planes} input "
         f"planes and {c.num_actions} actions, but the params are for {params_tag}, a {game.height}x{game.width} "
@@ -480,6 +488,25 @@ def grow_network(net: ZeroNet, blocks: int, filters: int, pooling_channels: int,
     grown.load_state_dict(out)
     grown.eval()
     return grown
+
+
+def widen_inputs(net: ZeroNet, in_planes: int) -> ZeroNet:
+    """`net` taking `in_planes` input planes, the new ones after its own, that computes what `net` computes.
+
+    The stem's weights on the new planes are zero, so the outputs are `net`'s exactly, whatever the new
+    planes hold; training then learns what they are worth (a line gaining game.liberty_planes from a
+    champion without them). ValueError if `in_planes` is fewer than the network has.
+    """
+    old = net.config
+    if in_planes < old.in_planes:
+        raise ValueError(f"a network's input widens, it does not narrow: {old.in_planes} planes to {in_planes}")
+    wide = ZeroNet(NetConfig(**{**asdict(old), "in_planes": in_planes}))
+    state = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
+    w = state["stem.0.weight"]
+    state["stem.0.weight"] = torch.cat([w, w.new_zeros(w.shape[0], in_planes - w.shape[1], *w.shape[2:])], dim=1)
+    wide.load_state_dict(state)
+    wide.eval()
+    return wide
 
 
 def init_checkpoint(params, path: str | Path, seed: int) -> None:

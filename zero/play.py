@@ -82,7 +82,7 @@ def initial_position(game):
     if game.name == "go":
         from zero.games.go import GoPosition
 
-        return GoPosition.initial(size=game.height, komi=game.komi)
+        return GoPosition.initial(size=game.height, komi=game.komi, liberty_planes=game.liberty_planes)
     from zero.games.gomoku import GomokuPosition
 
     return GomokuPosition.initial(height=game.height, width=game.width, k=game.k)

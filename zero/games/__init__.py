@@ -8,7 +8,7 @@ def make_game(config) -> Game:
     if config.name == "go":
         from zero.games.go import GoGame
 
-        return GoGame(size=config.size, komi=config.komi)
+        return GoGame(size=config.size, komi=config.komi, liberty_planes=config.liberty_planes)
     from zero.games.gomoku import GomokuGame
 
     return GomokuGame(height=config.height, width=config.width, k=config.k)

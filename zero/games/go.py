@@ -49,7 +49,7 @@ class GoGame(Game):
 
     name = "go"
 
-    def __init__(self, size: int = 9, komi: float = 7.5):
+    def __init__(self, size: int = 9, komi: float = 7.5, liberty_planes: bool = False):
         if not 5 <= size <= 19:
             raise ValueError(f"board size {size} is outside 5..19")
         self.size = size
@@ -58,14 +58,16 @@ class GoGame(Game):
         self.num_points = size * size
         self.num_actions = self.num_points + 1
         self.pass_action = self.num_points
-        self.num_planes = 2 * K.HISTORY_PLANES + 1
+        self.liberty_planes = bool(liberty_planes)  # KataGo's liberty features after the paper's 17 planes
+        self.num_planes = 2 * K.HISTORY_PLANES + 1 + (K.LIBERTY_PLANES if self.liberty_planes else 0)
         self.max_moves = 2 * self.num_points
         self._nbrs, self._diags = K.neighbour_tables(size)
         self._zobrist = K.zobrist_table(size)
         self._symmetries = square_symmetries(size, size, extra_actions=1)
 
     def __repr__(self) -> str:
-        return f"GoGame(size={self.size}, komi={self.komi})"
+        extra = ", liberty_planes=True" if self.liberty_planes else ""
+        return f"GoGame(size={self.size}, komi={self.komi}{extra})"
 
     # --- batches ---------------------------------------------------------------
     def new_batch(self, size: int) -> GoBatch:
@@ -209,14 +211,14 @@ def render_board(board: np.ndarray) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _game(size: int, komi: float) -> GoGame:
-    return GoGame(size, komi)
+def _game(size: int, komi: float, liberty_planes: bool = False) -> GoGame:
+    return GoGame(size, komi, liberty_planes)
 
 
 @functools.lru_cache(maxsize=None)
-def _open_game(size: int, komi: float, max_moves: int) -> GoGame:
+def _open_game(size: int, komi: float, max_moves: int, liberty_planes: bool = False) -> GoGame:
     """The rules of an open-ended game: Go whose move cap is only the horizon of a search."""
-    game = GoGame(size, komi)
+    game = GoGame(size, komi, liberty_planes)
     game.max_moves = max_moves  # nothing in GoGame is derived from it at construction
     return game
 
@@ -244,11 +246,13 @@ class GoPosition(Position):
         self.open_ended = open_ended
 
     @classmethod
-    def initial(cls, size: int = 9, komi: float = 7.5, open_ended: bool = False) -> "GoPosition":
+    def initial(cls, size: int = 9, komi: float = 7.5, open_ended: bool = False,
+                liberty_planes: bool = False) -> "GoPosition":
+        """The empty board; `liberty_planes`: its searches give the network the liberty planes too."""
         if open_ended:
-            game = _open_game(size, float(komi), _open_horizon(size * size, 0))
+            game = _open_game(size, float(komi), _open_horizon(size * size, 0), bool(liberty_planes))
             return cls(game, _batch_with_room(game, game.new_batch(1), 1), open_ended=True)
-        game = _game(size, float(komi))
+        game = _game(size, float(komi), bool(liberty_planes))
         return cls(game, game.new_batch(1))
 
     def play(self, move: int | str) -> "GoPosition":
@@ -259,7 +263,7 @@ class GoPosition(Position):
         length = int(self.batch.length[0]) + 1
         game = self.game
         if game.max_moves < length + 2 * game.num_points:
-            game = _open_game(self.size, self.komi, _open_horizon(game.num_points, length))
+            game = _open_game(self.size, self.komi, _open_horizon(game.num_points, length), game.liberty_planes)
         batch = _batch_with_room(game, self.batch, length + 1)
         game.play(batch, 0, action)
         batch.passes[0] %= 2  # two passes end nothing here: the count starts again

@@ -24,6 +24,9 @@ import numpy as np
 LEGAL, OCCUPIED, SUICIDE, SUPERKO = 0, 1, 2, 3
 REASONS = {OCCUPIED: "occupied", SUICIDE: "suicide", SUPERKO: "superko"}
 HISTORY_PLANES = 8  # boards of history per colour in the network input (paper: 8)
+# With game.liberty_planes (KataGo's liberty features, Wu 2019): after the paper's 17 planes, the side to
+# move's stones in groups of 1, 2 and 3 or more liberties, then the opponent's.
+LIBERTY_PLANES = 6
 ZOBRIST_SEED = 20171019  # fixed, so a position's hash is the same in every process
 
 
@@ -371,9 +374,27 @@ def _replay(history, hashes, length, passes, to_play, s, path, depth, boards, hi
 
 
 @numba.njit(cache=True)
+def liberty_planes(board, c, nbrs, buf, mark, gen, out):
+    """out[LIBERTY_PLANES, N*N] (zeroed by caller): 1.0 on each stone whose group has 1, 2, >= 3 liberties,
+    the side to move `c`'s groups in out[0:3] and the opponent's in out[3:6]."""
+    nn = board.shape[0]
+    g0 = gen[0]
+    for p in range(nn):
+        v = board[p]
+        if v == 0 or mark[p] > g0:  # empty, or a stone of a group already filled here
+            continue
+        gen[0] += 1
+        end, libs = _fill(board, nbrs, p, buf, 0, mark, gen[0], nn + 1)
+        k = (0 if v == c else 3) + min(libs, 3) - 1
+        for j in range(end):
+            out[k, buf[j]] = 1.0
+
+
+@numba.njit(cache=True)
 def leaf_inputs(history, hashes, length, passes, to_play, slots, paths, depth, want_planes, max_moves, komi,
                 zobrist, nbrs, diags, avoid_eyes, late_pass, legal, terminal, planes):
-    """Describe every leaf: legal[L, A], terminal[L] (NaN unless over), planes[L, 17, N*N] (zeroed by caller).
+    """Describe every leaf: legal[L, A], terminal[L] (NaN unless over), planes[L, 17 or 23, N*N] (zeroed by caller;
+    23 adds the liberty planes).
 
     avoid_eyes: the side to move's own single-point eyes (_is_eye) are left out of legal[L, A].
     late_pass: the pass is in legal[L, A] only as a reply to a pass or when no other action is.
@@ -447,6 +468,8 @@ def leaf_inputs(history, hashes, length, passes, to_play, slots, paths, depth, w
                         planes[l, HISTORY_PLANES + k, p] = 1.0
             if c == 1:
                 planes[l, 2 * HISTORY_PLANES, :] = 1.0
+            if planes.shape[1] > 2 * HISTORY_PLANES + 1:
+                liberty_planes(board, c, nbrs, buf, mark, gen, planes[l, 2 * HISTORY_PLANES + 1:])
 
 
 
