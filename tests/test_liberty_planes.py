@@ -179,3 +179,33 @@ def test_a_line_with_the_switch_starts_from_a_champion_without_it(tmp_path):
     plain = params_from_dict({"game": {"name": "go", "size": 5}})
     with pytest.raises(ValueError, match="23 input planes, the params' game has 17"):
         _start_from(plain, out, tmp_path / "again.pt")
+
+
+def _small_params(**game):
+    return params_from_dict({"game": {"name": "go", "size": 5, **game}, "network": {"size": "b1c8", "value_hidden": 8},
+                             "gate": {"games": 2, "visits": 8, "concurrent_games": 2, "opening_moves": 2,
+                                      "threads": 1}})
+
+
+def test_a_match_between_a_network_with_the_planes_and_one_without(tmp_path):
+    from zero.match import make_player, params_for_players, play_match
+    from zero.network import init_network
+
+    plain_params, wide_params = _small_params(), _small_params(liberty_planes=True)
+    plain, wide = tmp_path / "plain.pt", tmp_path / "wide.pt"
+    save_checkpoint(init_network(plain_params, make_game(plain_params.game), 1), plain, checksum=True)
+    save_checkpoint(init_network(wide_params, make_game(wide_params.game), 2), wide, checksum=True)
+
+    assert not params_for_players(plain_params, [str(plain), "mcts:10", "random"]).game.liberty_planes
+    assert params_for_players(plain_params, [str(plain), f"{wide}@v4"]).game.liberty_planes
+    # the network without the planes plays in the wider game as itself: its evaluations are the same
+    game, wide_game = make_game(plain_params.game), make_game(wide_params.game)
+    x = (torch.rand(4, 23, 5, 5) < 0.4).float()
+    own = make_player(str(plain), plain_params, game, 8).evaluator.net
+    widened = make_player(str(plain), wide_params, wide_game, 8).evaluator.net
+    with torch.no_grad():
+        for got, want in zip(widened(x), own(x[:, :17])):
+            torch.testing.assert_close(got, want)
+    result = play_match(plain_params, str(wide), str(plain), 2, seed=3, sgf_dir=tmp_path / "sgf")
+    assert result.wins + result.losses + result.draws == 2
+    assert len(list((tmp_path / "sgf").glob("*.sgf"))) == 2

@@ -230,7 +230,7 @@ def cmd_train(args) -> int:
 def cmd_match(args) -> int:
     from zero.fileio import atomic_write_text
     from zero.games import make_game
-    from zero.match import play_match
+    from zero.match import params_for_players, play_match
 
     params = _params(args)
     game = make_game(params.game)
@@ -244,6 +244,8 @@ def cmd_match(args) -> int:
     games = args.games if args.games is not None else params.gate.games
     visits = args.visits if args.visits is not None else params.gate.visits
     at_once = min(params.gate.concurrent_games, games)
+    params = params_for_players(params, (args.a, args.b))  # a network with the liberty planes: a game with them
+    game = make_game(params.game)
     uses = [_check_player(params, game, spec) for spec in (args.a, args.b)]
     need = sum(tree_bytes(params.game, at_once, visits if v < 0 else v) for v in uses if v)
     if need > MAX_TREE_BYTES:
@@ -277,17 +279,23 @@ def _leaf_batched(params, args):
 def cmd_gtp(args) -> int:
     from zero.gtp import run_gtp
 
+    from zero.match import params_for_players
+
     params = _leaf_batched(_params(args), args)
-    return run_gtp(params, _model_or_shipped(params, args.model), args.visits, sys.stdin, sys.stdout) or 0
+    model = _model_or_shipped(params, args.model)
+    params = params_for_players(params, [model] if model else [])  # the planes the network was trained with
+    return run_gtp(params, model, args.visits, sys.stdin, sys.stdout) or 0
 
 
 def cmd_play(args) -> int:
     from zero.games import make_game
+    from zero.match import params_for_players
     from zero.play import run_play
 
     params = _leaf_batched(_params(args), args)
     model = _model_or_shipped(params, args.model)
     if model is not None:
+        params = params_for_players(params, [model])  # the planes the network was trained with
         _check_model(params, make_game(params.game), model)
     return run_play(params, model, args.visits, args.color, sys.stdin, sys.stdout) or 0
 
@@ -296,6 +304,7 @@ def cmd_ladder(args) -> int:
     """Play the ladder of one network into a ladder directory, or (--plot) fit and draw an existing one."""
     from zero import ladder
     from zero.games import make_game
+    from zero.match import params_for_players
 
     params = _params(args)
     cfg = params.ladder
@@ -307,6 +316,7 @@ def cmd_ladder(args) -> int:
             model = _model_or_shipped(params, args.model)
             if model is None:
                 raise UsageError("zero ladder needs --model (no champion is shipped for this board)")
+            params = params_for_players(params, [model])  # a network with the liberty planes: a game with them
             _check_model(params, make_game(params.game), model)
             out = Path(args.out)
             opponents = args.opponents.split(",") if args.opponents else list(cfg.opponents)

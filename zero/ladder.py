@@ -159,7 +159,7 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     """
     from zero.games import make_game
     from zero.arena import write_sgfs
-    from zero.match import make_player, run_match
+    from zero.match import make_player, params_for_players, run_match
 
     if games < 2 or games % 2:
         raise LadderError(f"a ladder match is whole colour-swapped pairs: {games} games is not a positive even number")
@@ -180,6 +180,7 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     done = _played(out_dir, key, settings)
     if done is not None:
         return done
+    params = params_for_players(params, [player_spec(x, gnugo) for x in (a, b)])
     game = make_game(params.game)
     # Go: fixed central openings; Gomoku: the first moves are sampled from the players' own search.
     opens = openings(params.game.size, games // 2, opening_moves, seed) if params.game.name == "go" else None

@@ -20,7 +20,7 @@ from zero.config import SearchConfig
 from zero.evaluator import NetworkEvaluator, RolloutEvaluator
 from zero.games import Game, make_game
 from zero.gumbel import search_player
-from zero.network import init_network, load_checkpoint, pick_device, search_network, set_threads
+from zero.network import init_network, load_checkpoint, pick_device, search_network, set_threads, widen_inputs
 from zero.stats import MatchResult, gate_status
 
 
@@ -48,6 +48,28 @@ def split_options(spec: str) -> tuple[str, dict]:
             raise ValueError(f"player {spec!r}: {part!r} is not an option ({known})")
         options[key] = int(value)
     return path, options
+
+
+def params_for_players(params, specs) -> object:
+    """`params`, with game.liberty_planes on when a network among the player `specs` was trained with them.
+
+    A match between a network with the liberty planes and one without (a recipe trial, a line that gained
+    them) plays on a game that makes them; the network without them plays widened (zero.network.widen_inputs:
+    its own outputs exactly). Specs that are not checkpoint files are left alone.
+    """
+    if params.game.name != "go" or params.game.liberty_planes:
+        return params
+    from zero.games.go_kernels import LIBERTY_PLANES
+
+    plain = make_game(params.game).num_planes
+    for spec in specs:
+        path = split_options(spec)[0] if "@" in spec and not spec.startswith(("gtp:", "mcts:")) else spec
+        if path in ("init", "random") or path.startswith(("gtp:", "mcts:")) or not Path(path).is_file():
+            continue
+        net, _ = load_checkpoint(path)
+        if net.config.in_planes == plain + LIBERTY_PLANES:
+            return params.model_copy(update={"game": params.game.model_copy(update={"liberty_planes": True})})
+    return params
 
 
 def make_player(spec: str, params, game: Game, visits: int, seed: int = 0):
@@ -81,6 +103,8 @@ def make_player(spec: str, params, game: Game, visits: int, seed: int = 0):
         net = init_network(params, game, seed).to(device)
     else:
         net, _ = load_checkpoint(spec, device)
+        if getattr(game, "liberty_planes", False) and net.config.in_planes < game.num_planes:
+            net = widen_inputs(net.cpu(), game.num_planes).to(device)  # a network without them, the same outputs
         if net.config.num_actions != game.num_actions or net.config.in_planes != game.num_planes:
             raise ValueError(f"{spec}: network is for another game or board than {params.game.tag}")
     sym = game.symmetries() if mc.symmetries else None
@@ -141,6 +165,7 @@ def play_match(params, a: str, b: str, num_games: int, seed: int, sgf_dir: str |
     `stop` is run_match's, for a gate whose decision spans several parts.
     `progress` is run_match's: progress(games_done, num_games, positions) as each game ends.
     """
+    params = params_for_players(params, (a, b))
     game = make_game(params.game)
     g = params.gate
     set_threads(g.threads)
