@@ -1,0 +1,122 @@
+"""How a player's Go games are won and lost: the stones each side had captured, from the games' SGFs.
+
+Each game of a directory of SGFs (a ladder pairing's `sgf/<pairing>/`, a match's `sgf/`) is replayed;
+every move that removes stones is a capture. Summed per game for the player named and for its
+opponents, and split into the player's wins and losses: how many stones it lost, how many it took, in
+how many games it lost a group of at least `--group` stones in one capture (and the median move of the
+first), and how many of its losses were by more than `--whole-board` points.
+
+    python -m flows.captures docs/strength/go-9-g41-ladder/sgf/g41--gnugo-l1--ladder --player g41
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from zero.games.go import BLACK, WHITE, GoPosition
+from zero.sgf import SgfError, parse_sgf
+
+
+@dataclass
+class GameCaptures:
+    file: str
+    colour: int  # the player's: BLACK or WHITE
+    won: bool | None  # None: a draw or no result
+    margin: float | None  # points, None for a resignation or no result
+    moves: int
+    lost: list[tuple[int, int]]  # (move number, stones) of each capture of the player's stones
+    taken: list[tuple[int, int]]  # the same for the opponent's stones
+
+
+def _outcome(result: str | None, colour: int) -> tuple[bool | None, float | None]:
+    if not result or result[0] not in "BW" or len(result) < 3:
+        return None, None
+    won = (result[0] == "B") == (colour == BLACK)
+    try:
+        return won, float(result[2:])
+    except ValueError:
+        return won, None
+
+
+def game_captures(path: Path, player: str) -> GameCaptures:
+    """The captures of one Go game in which `player` is PB or PW. ValueError names what is wrong."""
+    try:
+        record = parse_sgf(path.read_text())
+    except SgfError as e:
+        raise ValueError(f"{path}: {e}") from None
+    if record.game != "go" or record.size is None:
+        raise ValueError(f"{path}: not a Go game on a square board")
+    if player not in (record.black, record.white):
+        raise ValueError(f"{path}: {player!r} is neither player (black {record.black!r}, white {record.white!r})")
+    colour = BLACK if record.black == player else WHITE
+    won, margin = _outcome(record.result, colour)
+    position = GoPosition.initial(record.size, komi=record.komi or 0.0, open_ended=True)
+    lost, taken = [], []
+    for number, action in enumerate(record.moves, start=1):
+        before = position.board
+        position = position.play(int(action))
+        removed = (before != 0) & (position.board == 0)
+        for side, into in ((colour, lost), (-colour, taken)):
+            stones = int((removed & (before == side)).sum())
+            if stones:
+                into.append((number, stones))
+    return GameCaptures(path.name, colour, won, margin, len(record.moves), lost, taken)
+
+
+def summarise(games: list[GameCaptures], group: int = 5, whole_board: float = 70.0) -> dict:
+    """Per outcome (wins, losses, draws): games, the mean stones lost and taken, the games with a capture of
+    at least `group` of the player's stones and the median move of the first, and losses by > whole_board."""
+    out = {}
+    for name, pick in (("wins", True), ("losses", False), ("draws", None)):
+        rows = [g for g in games if g.won is pick]
+        if not rows:
+            continue
+        big = [next(m for m, n in g.lost if n >= group) for g in rows if any(n >= group for _, n in g.lost)]
+        out[name] = {
+            "games": len(rows),
+            "stones_lost_mean": round(statistics.fmean(sum(n for _, n in g.lost) for g in rows), 1),
+            "stones_taken_mean": round(statistics.fmean(sum(n for _, n in g.taken) for g in rows), 1),
+            f"games_losing_a_group_of_{group}": len(big),
+            "first_such_capture_median_move": statistics.median(big) if big else None,
+            "moves_median": statistics.median(g.moves for g in rows),
+        }
+        if pick is False:
+            out[name][f"lost_by_more_than_{whole_board:g}"] = sum(
+                1 for g in rows if g.margin is not None and g.margin > whole_board)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m flows.captures", description=__doc__.split("\n\n")[0])
+    ap.add_argument("sgf_dir", help="a directory of Go SGFs in which --player plays every game")
+    ap.add_argument("--player", required=True, help="the player's name as the SGFs give it (PB/PW)")
+    ap.add_argument("--group", type=int, default=5, help="a capture of at least this many stones is a lost group")
+    ap.add_argument("--whole-board", type=float, default=70.0, help="a loss by more points is by the whole board")
+    ap.add_argument("--json", action="store_true", help="every game's captures as JSON, then the summary")
+    args = ap.parse_args(argv)
+    files = sorted(Path(args.sgf_dir).glob("*.sgf"))
+    if not files:
+        print(f"python -m flows.captures: error: no .sgf files in {args.sgf_dir}", file=sys.stderr)
+        return 2
+    try:
+        games = [game_captures(f, args.player) for f in files]
+    except ValueError as e:
+        print(f"python -m flows.captures: error: {e}", file=sys.stderr)
+        return 2
+    summary = summarise(games, args.group, args.whole_board)
+    if args.json:
+        print(json.dumps({"games": [asdict(g) for g in games], "summary": summary}, indent=1))
+    else:
+        print(f"{args.player}: {len(games)} games in {args.sgf_dir}")
+        for name, row in summary.items():
+            print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in row.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
