@@ -396,8 +396,11 @@ def _print_ladder(fitted: dict, rows: list[dict], png: Path) -> None:
 
 def cmd_bench(args) -> int:
     from zero.bench import run_bench
+    from zero.match import params_for_players
 
     params = _params(args)
+    if args.model:
+        params = params_for_players(params, [args.model])  # the planes the network was trained with
     for games in [args.games] + (args.scan_games or []):
         need = tree_bytes(params.game, games, args.visits)
         if need > MAX_TREE_BYTES:
