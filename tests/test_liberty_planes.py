@@ -209,3 +209,28 @@ def test_a_match_between_a_network_with_the_planes_and_one_without(tmp_path):
     result = play_match(plain_params, str(wide), str(plain), 2, seed=3, sgf_dir=tmp_path / "sgf")
     assert result.wins + result.losses + result.draws == 2
     assert len(list((tmp_path / "sgf").glob("*.sgf"))) == 2
+
+
+def test_zero_match_between_the_two_kinds_from_the_command_line(tmp_path, capsys):
+    import json
+
+    import yaml
+
+    from zero.cli import main
+    from zero.network import init_network
+
+    plain_params, wide_params = _small_params(), _small_params(liberty_planes=True)
+    save_checkpoint(init_network(plain_params, make_game(plain_params.game), 1), tmp_path / "plain.pt", checksum=True)
+    save_checkpoint(init_network(wide_params, make_game(wide_params.game), 2), tmp_path / "wide.pt", checksum=True)
+    params_file = tmp_path / "p.yaml"
+    params_file.write_text(yaml.safe_dump(plain_params.model_dump(mode="json")))
+    code = main(["match", "--params", str(params_file), "--a", str(tmp_path / "wide.pt"), "--b",
+                 str(tmp_path / "plain.pt"), "--games", "2", "--visits", "4"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    result = json.loads(out.out)
+    assert result["wins"] + result["losses"] + result["draws"] == 2
+    # a checkpoint that needs the switch still names it where nothing widens (self-play plays one network)
+    code = main(["selfplay", "--params", str(params_file), "--model", str(tmp_path / "wide.pt"), "--out",
+                 str(tmp_path / "s.npz"), "--games", "2"])
+    assert code != 0 and "game.liberty_planes: true" in capsys.readouterr().err

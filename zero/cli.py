@@ -96,12 +96,13 @@ def _colour(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be black or white, got {text!r}") from None
 
 
-def _check_model(params, game, path: str) -> None:
-    """Load and verify a checkpoint and refuse it unless its network plays the params' game and board."""
+def _check_model(params, game, path: str, widens: bool = False) -> None:
+    """Load and verify a checkpoint and refuse it unless its network plays the params' game and board
+    (`widens`: as a match player, which plays widened when the game adds the liberty planes)."""
     from zero.network import check_network_fits, load_checkpoint
 
     net, meta = load_checkpoint(path)
-    check_network_fits(net, game, path, params.game.tag, meta.get("game"))
+    check_network_fits(net, game, path, params.game.tag, meta.get("game"), widens=widens)
 
 
 def _check_player(params, game, spec: str) -> int:
@@ -130,7 +131,7 @@ def _check_player(params, game, spec: str) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     if path != "init":
-        _check_model(params, game, path)
+        _check_model(params, game, path, widens=True)
     return options.get("v", -1)  # -1: the match's visits
 
 

@@ -400,12 +400,22 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tup
     return net.to(device), {k: v for k, v in meta.items() if k != CHECKSUM_KEY}
 
 
-def check_network_fits(net: ZeroNet, game, path, params_tag: str, checkpoint_game: str | None = None) -> None:
-    """CheckpointError naming the checkpoint, its board and the params' board when `net` cannot play `game`."""
+def check_network_fits(net: ZeroNet, game, path, params_tag: str, checkpoint_game: str | None = None,
+                       widens: bool = False) -> None:
+    """CheckpointError naming the checkpoint, its board and the params' board when `net` cannot play `game`.
+
+    widens: the network will play widened (zero.match.make_player), so one without the liberty planes fits a
+    game that makes them."""
     c = net.config
     if (c.in_planes, c.height, c.width, c.num_actions) == (game.num_planes, game.height, game.width,
                                                            game.num_actions):
         return
+    if widens and getattr(game, "liberty_planes", False) and (c.height, c.width, c.num_actions) == (
+            game.height, game.width, game.num_actions):
+        from zero.games.go_kernels import LIBERTY_PLANES
+
+        if c.in_planes + LIBERTY_PLANES == game.num_planes:
+            return
     kind = f"{checkpoint_game}, " if checkpoint_game else ""
     if (c.height, c.width, c.num_actions) == (game.height, game.width, game.num_actions) and game.name == "go":
         from zero.games.go_kernels import LIBERTY_PLANES
