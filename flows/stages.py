@@ -129,6 +129,9 @@ def _start_from(params, source: Path, out: Path) -> None:
         save_checkpoint(widen_inputs(net, game.num_planes), tmp, meta, checksum=True)
         tmp.replace(out)
         return
+    if net.config.num_actions == game.num_actions and net.config.in_planes == game.num_planes + K.LIBERTY_PLANES:
+        raise ValueError(f"pipeline.init_from: {source} was trained with the liberty planes ({net.config.in_planes} "
+                         f"input planes) and the params' game has {game.num_planes}: set game.liberty_planes: true")
     if net.config.num_actions != game.num_actions or net.config.in_planes != game.num_planes:
         raise ValueError(f"pipeline.init_from: {source} is a network for another game or board than {params.game.tag}"
                          f" ({net.config.in_planes} input planes, the params' game has {game.num_planes})")

@@ -177,8 +177,10 @@ def test_a_line_with_the_switch_starts_from_a_champion_without_it(tmp_path):
     assert meta["generation"] == 11
     assert not list(tmp_path.glob("*.tmp"))
     plain = params_from_dict({"game": {"name": "go", "size": 5}})
-    with pytest.raises(ValueError, match="23 input planes, the params' game has 17"):
+    with pytest.raises(ValueError, match=r"\(23 input planes\) and the params' game has 17: set game.liberty_planes: true"):
         _start_from(plain, out, tmp_path / "again.pt")
+    with pytest.raises(ValueError, match="another game or board"):
+        _start_from(params_from_dict({"game": {"name": "go", "size": 7}}), out, tmp_path / "again.pt")
 
 
 def _small_params(**game):
