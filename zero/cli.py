@@ -234,7 +234,6 @@ def cmd_match(args) -> int:
     from zero.match import params_for_players, play_match
 
     params = _params(args)
-    game = make_game(params.game)
     for side in ("a", "b"):
         if getattr(args, side) == "shipped":
             shipped = shipped_model(params)
@@ -279,7 +278,6 @@ def _leaf_batched(params, args):
 
 def cmd_gtp(args) -> int:
     from zero.gtp import run_gtp
-
     from zero.match import params_for_players
 
     params = _leaf_batched(_params(args), args)
