@@ -146,12 +146,12 @@ def plot(fitted: dict, out: Path, title: str = "") -> Path:
     ax.errorbar(x, y, yerr=[[c["elo"] - c["elo_low"] for c in rated], [c["elo_high"] - c["elo"] for c in rated]],
                 fmt="o-", capsize=3, color="C0", label="shipped champion (95% interval)")
     for c in rated:
-        ax.annotate(c["name"], (c["core_hours"], c["elo"]), textcoords="offset points", xytext=(4, -12),
-                    fontsize=8)
+        label = c["name"] + (f" (+{c['gpu_hours']:.2f} GPU-h)" if c.get("gpu_hours") else "")
+        ax.annotate(label, (c["core_hours"], c["elo"]), textcoords="offset points", xytext=(4, -12), fontsize=8)
     for j, (name, r) in enumerate(sorted(fitted["opponents"].items(), key=lambda kv: kv[1]["elo"])):
         ax.axhline(r["elo"], color=f"C{j + 1}", ls="--", lw=1, label=name)
     a = fitted["anchor"]
-    ax.set_xlabel("compute in the champion's lineage (core-hours)")
+    ax.set_xlabel("compute in the champion's lineage (core-hours; GPU-hours named beside a champion)")
     ax.set_ylabel(f"Elo ({a['player']} = {a['elo']:g})")
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
@@ -161,11 +161,11 @@ def plot(fitted: dict, out: Path, title: str = "") -> Path:
 
 def table_md(fitted: dict) -> str:
     a = fitted["anchor"]
-    lines = [f"| champion | core-hours | Elo ({a['player']} = {a['elo']:g}) [95%] | games |",
-             "| --- | --- | --- | --- |"]
+    lines = [f"| champion | core-hours | GPU-hours | Elo ({a['player']} = {a['elo']:g}) [95%] | games |",
+             "| --- | --- | --- | --- | --- |"]
     for c in fitted["champions"]:
         elo = "not connected" if c["elo"] is None else f"{c['elo']:+.0f} [{c['elo_low']:+.0f}, {c['elo_high']:+.0f}]"
-        lines.append(f"| {c['name']} | {c['core_hours']:.2f} | {elo} | {c['games']} |")
+        lines.append(f"| {c['name']} | {c['core_hours']:.2f} | {c.get('gpu_hours') or 0:.2f} | {elo} | {c['games']} |")
     return "\n".join(lines)
 
 

@@ -57,10 +57,10 @@ def test_fit_rates_every_champion_through_the_chain_and_writes_the_table_and_plo
 def test_a_champion_no_game_reaches_is_listed_unrated(tmp_path):
     fitted = history.fit(history.load(_line(tmp_path, champions=[
         {"name": "a", "core_hours": 1.0}, {"name": "b", "core_hours": 2.0}, {"name": "c", "core_hours": 3.5},
-        {"name": "d", "core_hours": 4.0}])), tmp_path)
-    assert fitted["champions"][-1] == {"name": "d", "core_hours": 4.0, "gpu_hours": 0.0, "shipped": "",
+        {"name": "d", "core_hours": 4.0, "gpu_hours": 0.25}])), tmp_path)
+    assert fitted["champions"][-1] == {"name": "d", "core_hours": 4.0, "gpu_hours": 0.25, "shipped": "",
                                        "elo": None, "games": 0}
-    assert "| d | 4.00 | not connected | 0 |" in history.table_md(fitted)
+    assert "| d | 4.00 | 0.25 | not connected | 0 |" in history.table_md(fitted)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -95,4 +95,6 @@ def test_the_committed_ratings_are_the_fit_of_the_committed_games():
     shipped = json.loads((REPO / "models" / "go-9.json").read_text())
     last = fitted["champions"][-1]
     assert last["name"] == shipped["ladder"]["champion"]
-    assert last["core_hours"] == pytest.approx(shipped["totals"]["compute"]["cpu x1 core"]["core_hours"], abs=0.005)
+    compute = shipped["totals"]["compute"].values()
+    assert last["core_hours"] == pytest.approx(sum(c["core_hours"] for c in compute), abs=0.005)
+    assert last["gpu_hours"] == pytest.approx(sum(c["gpu_hours"] for c in compute), abs=0.005)
