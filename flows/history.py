@@ -146,7 +146,7 @@ def plot(fitted: dict, out: Path, title: str = "") -> Path:
     ax.errorbar(x, y, yerr=[[c["elo"] - c["elo_low"] for c in rated], [c["elo_high"] - c["elo"] for c in rated]],
                 fmt="o-", capsize=3, color="C0", label="shipped champion (95% interval)")
     for c in rated:
-        label = c["name"] + (f" (+{c['gpu_hours']:.2f} GPU-h)" if c.get("gpu_hours") else "")
+        label = c["name"] + (f" (+{c['gpu_hours']:.2f} GPU-h)" if c["gpu_hours"] else "")
         ax.annotate(label, (c["core_hours"], c["elo"]), textcoords="offset points", xytext=(4, -12), fontsize=8)
     for j, (name, r) in enumerate(sorted(fitted["opponents"].items(), key=lambda kv: kv[1]["elo"])):
         ax.axhline(r["elo"], color=f"C{j + 1}", ls="--", lw=1, label=name)
@@ -165,7 +165,7 @@ def table_md(fitted: dict) -> str:
              "| --- | --- | --- | --- | --- |"]
     for c in fitted["champions"]:
         elo = "not connected" if c["elo"] is None else f"{c['elo']:+.0f} [{c['elo_low']:+.0f}, {c['elo_high']:+.0f}]"
-        lines.append(f"| {c['name']} | {c['core_hours']:.2f} | {c.get('gpu_hours') or 0:.2f} | {elo} | {c['games']} |")
+        lines.append(f"| {c['name']} | {c['core_hours']:.2f} | {c['gpu_hours']:.2f} | {elo} | {c['games']} |")
     return "\n".join(lines)
 
 
