@@ -323,7 +323,7 @@ def test_leaf_planes_history_order_and_colour():
         game.play(batch, 1, a(m))
     inputs = _leaf(game, batch, 1, [a("C3")])  # leaf: after D4 E5 C3, white to move
     planes = inputs.planes[0]
-    assert planes.shape == (17, 9, 9) and planes.dtype == np.float32
+    assert planes.shape == (17, 9, 9) and planes.dtype == np.uint8
 
     def at(*names):
         board = np.zeros((9, 9), np.float32)
@@ -541,3 +541,38 @@ def test_random_games_agree_with_reference(size, seed):
             seen.add(board)
         colour = -colour
         np.testing.assert_array_equal(game.board(batch, 0).reshape(-1), board)
+
+
+@pytest.mark.parametrize("size", [9, 13, 19])
+def test_leaf_legality_agrees_with_try_play_on_every_point(size):
+    """The leaves' legal moves (read from each group's liberties, no fill a point) are exactly the points
+    where try_play, the rules of a move actually played, allows a stone: suicides, captures, superko."""
+    from zero.games import go_kernels as K
+
+    game = GoGame(size)
+    batch = game.new_batch(24)
+    nn = game.num_points
+    buf, mark, gen = np.empty(nn, np.int32), np.zeros(nn, np.int64), np.zeros(1, np.int64)
+    rng = K.rng_state(size)
+    checked = captures = 0
+    for _ in range(12):  # random play to many lengths: dense boards, groups in atari, captures
+        K.random_games(*batch.arrays(), int(batch.length.size) * 7, game.max_moves, rng, game._zobrist,
+                       game._nbrs, game._diags)
+        for i in range(len(batch.length)):
+            if game.is_over(batch, i):
+                continue
+            t, c = int(batch.length[i]), int(batch.to_play[i])
+            board, h = batch.history[i, t], batch.hashes[i, t]
+            expected = []
+            for p in range(nn):
+                status, after = K.try_play(board.copy(), p, c, h, game._zobrist, game._nbrs, batch.hashes[i],
+                                           t + 1, False, buf, mark, gen)
+                if status == K.LEGAL:
+                    expected.append(p)
+                    stones_after = np.count_nonzero(board) + 1
+                    b2 = board.copy()
+                    K.try_play(b2, p, c, h, game._zobrist, game._nbrs, batch.hashes[i], 0, True, buf, mark, gen)
+                    captures += np.count_nonzero(b2) < stones_after
+            assert np.flatnonzero(game.legal_mask(batch, i)[:-1]).tolist() == expected
+            checked += 1
+    assert checked > 100 and captures > 10  # the boards exercised capturing moves, not only quiet ones

@@ -368,7 +368,7 @@ def test_leaf_inputs_planes_for_a_known_position_and_path():
     assert (batch.board == before).all()  # the scratch board is a copy
 
     planes = inputs.planes
-    assert planes.shape == (3, 4, 5, 5) and planes.dtype == np.float32
+    assert planes.shape == (3, 4, 5, 5) and planes.dtype == np.uint8
     # leaf 0: black C3, white D4, black B2; white to move
     own = np.zeros((5, 5)); own[1, 3] = 1  # D4 is row 1, col 3
     opp = np.zeros((5, 5)); opp[2, 2] = 1; opp[3, 1] = 1  # C3, B2

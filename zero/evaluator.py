@@ -186,7 +186,7 @@ class NetworkEvaluator:
         net = self.leaf_net
         if not self.cuda:
             start = time.perf_counter()
-            priors, value = net(torch.from_numpy(np.ascontiguousarray(planes, np.float32)),
+            priors, value = net(torch.from_numpy(np.ascontiguousarray(planes)),
                                 None if sym is None else torch.from_numpy(sym), torch.from_numpy(legal))
             out = priors.numpy(), value.numpy()
             self._count(n, time.perf_counter() - start)

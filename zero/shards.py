@@ -88,8 +88,8 @@ AUX_ARRAYS = {"ownership": np.int8, "score": np.float32, "aux_mask": np.bool_}  
 
 
 def pack_planes(planes: np.ndarray) -> np.ndarray:
-    """[n, C, H, W] 0/1 floats -> [n, ceil(C*H*W/8)] uint8."""
-    flat = planes.reshape(planes.shape[0], -1).astype(np.uint8)
+    """[n, C, H, W] 0/1 planes (uint8 or float) -> [n, ceil(C*H*W/8)] uint8."""
+    flat = planes.reshape(planes.shape[0], -1).astype(np.uint8, copy=False)
     return np.packbits(flat, axis=1)
 
 

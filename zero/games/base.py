@@ -58,7 +58,7 @@ class LeafInputs:
 
     legal: np.ndarray  # [L, A] bool, legal actions at the leaf
     terminal_value: np.ndarray  # [L] float32, NaN unless the game is over at the leaf; side to move's view
-    planes: np.ndarray | None  # [L, C, H, W] float32 network input, None when not asked for
+    planes: np.ndarray | None  # [L, C, H, W] uint8 0/1 network input, None when not asked for
 
 
 class Game(ABC):
@@ -219,7 +219,7 @@ class Position:
         return np.flatnonzero(self.game.legal_mask(self.batch, 0)).tolist()
 
     def planes(self) -> np.ndarray:
-        """[C, H, W] float32 network input planes of this position."""
+        """[C, H, W] uint8 (0/1) network input planes of this position."""
         one = np.zeros(1, np.int32)
         return self.game.leaf_inputs(self.batch, one, np.zeros((1, 1), np.int32), one).planes[0]
 

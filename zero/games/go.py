@@ -144,7 +144,7 @@ class GoGame(Game):
         L = len(slots)
         legal = np.zeros((L, self.num_actions), np.bool_)
         terminal = np.empty(L, np.float32)
-        planes = np.zeros((L if want_planes else 0, self.num_planes, self.num_points), np.float32)
+        planes = np.zeros((L if want_planes else 0, self.num_planes, self.num_points), np.uint8)
         args = (*batch.arrays(), slots, paths, depth, want_planes, self.max_moves, self.komi, self._zobrist,
                 self._nbrs, self._diags, not fill_own_eyes, not early_passes, legal, terminal, planes)
         chunks = parallel_chunks(L)

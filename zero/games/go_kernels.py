@@ -374,27 +374,44 @@ def _replay(history, hashes, length, passes, to_play, s, path, depth, boards, hi
 
 
 @numba.njit(cache=True)
-def liberty_planes(board, c, nbrs, buf, mark, gen, out):
-    """out[LIBERTY_PLANES, N*N] (zeroed by caller): 1.0 on each stone whose group has 1, 2, >= 3 liberties,
-    the side to move `c`'s groups in out[0:3] and the opponent's in out[3:6]."""
+def label_groups(board, nbrs, zobrist, buf, mark, gen, gid, glibs, ghash):
+    """Every stone's group, one fill a group: gid[p] its index (-1 on an empty point), glibs[g] its
+    liberties and ghash[g] the Zobrist hash of its stones (what capturing it xors out)."""
     nn = board.shape[0]
-    g0 = gen[0]
+    for p in range(nn):
+        gid[p] = -1
+    n = 0
     for p in range(nn):
         v = board[p]
-        if v == 0 or mark[p] > g0:  # empty, or a stone of a group already filled here
+        if v == 0 or gid[p] >= 0:
             continue
         gen[0] += 1
         end, libs = _fill(board, nbrs, p, buf, 0, mark, gen[0], nn + 1)
-        k = (0 if v == c else 3) + min(libs, 3) - 1
+        ci = 0 if v == 1 else 1
+        h = np.uint64(0)
         for j in range(end):
-            out[k, buf[j]] = 1.0
+            gid[buf[j]] = n
+            h ^= zobrist[ci, buf[j]]
+        glibs[n] = libs
+        ghash[n] = h
+        n += 1
+
+
+@numba.njit(cache=True)
+def liberty_planes(board, c, gid, glibs, out):
+    """out[LIBERTY_PLANES, N*N] (zeroed by caller): 1 on each stone whose group has 1, 2, >= 3 liberties,
+    the side to move `c`'s groups in out[0:3] and the opponent's in out[3:6] (groups from label_groups)."""
+    for p in range(board.shape[0]):
+        v = board[p]
+        if v != 0:
+            out[(0 if v == c else 3) + min(glibs[gid[p]], 3) - 1, p] = 1
 
 
 @numba.njit(cache=True)
 def leaf_inputs(history, hashes, length, passes, to_play, slots, paths, depth, want_planes, max_moves, komi,
                 zobrist, nbrs, diags, avoid_eyes, late_pass, legal, terminal, planes):
-    """Describe every leaf: legal[L, A], terminal[L] (NaN unless over), planes[L, 17 or 23, N*N] (zeroed by caller;
-    23 adds the liberty planes).
+    """Describe every leaf: legal[L, A], terminal[L] (NaN unless over), planes[L, 17 or 23, N*N] of 0/1 (uint8 or
+    float32, zeroed by caller; 23 adds the liberty planes).
 
     avoid_eyes: the side to move's own single-point eyes (_is_eye) are left out of legal[L, A].
     late_pass: the pass is in legal[L, A] only as a reply to a pass or when no other action is.
@@ -407,6 +424,10 @@ def leaf_inputs(history, hashes, length, passes, to_play, slots, paths, depth, w
     buf = np.empty(nn, np.int32)
     mark = np.zeros(nn, np.int64)
     gen = np.zeros(1, np.int64)
+    gid = np.empty(nn, np.int32)
+    glibs = np.empty(nn, np.int32)
+    ghash = np.empty(nn, np.uint64)
+    caught = np.empty(4, np.int32)
     size = 1
     while size < 2 * hist.shape[0]:
         size *= 2
@@ -422,6 +443,7 @@ def leaf_inputs(history, hashes, length, passes, to_play, slots, paths, depth, w
         T = t0 + dl
         board = boards[dl]
         legal[l, :] = False
+        labelled = False
         if ps >= 2 or T >= max_moves:
             sc = score(board, nbrs, komi, buf, mark, gen)
             terminal[l] = c * (1.0 if sc > 0 else (-1.0 if sc < 0 else 0.0))
@@ -434,12 +456,39 @@ def leaf_inputs(history, hashes, length, passes, to_play, slots, paths, depth, w
                     i = (i + 1) & (size - 1)
                 used[i] = l + 1
                 keys[i] = hist[t]
+            label_groups(board, nbrs, zobrist, buf, mark, gen, gid, glibs, ghash)
+            labelled = True
             h = hist[T]
             for p in range(nn):
                 if board[p] != 0 or (avoid_eyes and _is_eye(board, p, c, nbrs, diags)):
                     continue
-                status, h2 = try_play(board, p, c, h, zobrist, nbrs, hist, 0, False, buf, mark, gen)
-                if status != LEGAL:
+                # try_play's rules from the labelled groups, with no fill: the stone is safe next to an empty
+                # point, next to an own group with another liberty, or when it captures a group in atari
+                h2 = h ^ zobrist[0 if c == 1 else 1, p]  # the board's hash after the move
+                safe = False
+                nc = 0
+                for k in range(4):
+                    q = nbrs[p, k]
+                    if q < 0:
+                        break
+                    v = board[q]
+                    if v == 0:
+                        safe = True
+                    elif v == c:
+                        if glibs[gid[q]] >= 2:
+                            safe = True
+                    elif glibs[gid[q]] == 1:  # its last liberty is p: captured
+                        g = gid[q]
+                        dup = False
+                        for j in range(nc):
+                            if caught[j] == g:
+                                dup = True
+                        if not dup:
+                            caught[nc] = g
+                            nc += 1
+                            h2 ^= ghash[g]
+                        safe = True
+                if not safe:  # suicide
                     continue
                 i = np.int64(h2 & hmask)
                 repeat = False
@@ -456,20 +505,24 @@ def leaf_inputs(history, hashes, length, passes, to_play, slots, paths, depth, w
                         legal[l, nn] = False
                         break
         if want_planes:
+            leaf = planes[l]
             for k in range(HISTORY_PLANES):
                 t = T - k
                 if t < 0:
                     break
                 b = boards[t - t0] if t > t0 else history[s, t]
-                for p in range(nn):
-                    if b[p] == c:
-                        planes[l, k, p] = 1.0
-                    elif b[p] == -c:
-                        planes[l, HISTORY_PLANES + k, p] = 1.0
+                own = leaf[k]
+                opp = leaf[HISTORY_PLANES + k]
+                for p in range(nn):  # written whole, without a branch: the loop vectorises
+                    v = b[p] * c
+                    own[p] = v > 0
+                    opp[p] = v < 0
             if c == 1:
-                planes[l, 2 * HISTORY_PLANES, :] = 1.0
+                planes[l, 2 * HISTORY_PLANES, :] = 1
             if planes.shape[1] > 2 * HISTORY_PLANES + 1:
-                liberty_planes(board, c, nbrs, buf, mark, gen, planes[l, 2 * HISTORY_PLANES + 1:])
+                if not labelled:
+                    label_groups(board, nbrs, zobrist, buf, mark, gen, gid, glibs, ghash)
+                liberty_planes(board, c, gid, glibs, planes[l, 2 * HISTORY_PLANES + 1:])
 
 
 

@@ -125,13 +125,13 @@ def _leaf_kernel(board, to_play, length, last_move, winner, over, slots, paths, 
             for p in range(n):
                 r, c = p // width, p % width
                 if scratch[p] == colour:
-                    planes[l, 0, r, c] = 1.0
+                    planes[l, 0, r, c] = 1
                 elif scratch[p] == -colour:
-                    planes[l, 1, r, c] = 1.0
+                    planes[l, 1, r, c] = 1
             if last >= 0:
-                planes[l, 2, last // width, last % width] = 1.0
+                planes[l, 2, last // width, last % width] = 1
             if colour == 1:
-                planes[l, 3, :, :] = 1.0
+                planes[l, 3, :, :] = 1
 
 
 @numba.njit(cache=True)
@@ -296,7 +296,7 @@ class GomokuGame(Game):
         L = len(slots)
         legal = np.zeros((L, self.num_actions), np.bool_)
         terminal = np.empty(L, np.float32)
-        planes = np.zeros((L if want_planes else 0, self.num_planes, self.height, self.width), np.float32)
+        planes = np.zeros((L if want_planes else 0, self.num_planes, self.height, self.width), np.uint8)
         _leaf_kernel(batch.board, batch.to_play, batch.length, batch.last_move, batch.winner, batch.over,
                      slots, paths, depth, self.height, self.width, self.k, bool(want_planes),
                      legal, terminal, planes)
