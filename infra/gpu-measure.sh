@@ -30,15 +30,26 @@ bench go9-fast --params params-gpu.yaml --model models/go-9.pt --games 1024 --se
     --profile "$out/profile-go9-fast"
 bench go9-eager --params params-gpu.yaml --model models/go-9.pt --games 1024 --seconds 30 \
     --set selfplay.fast_inference=false
+# params-gpu.yaml's 256 games a process, searches paused every 4 rounds (step_rounds) and in lockstep
+bench go9-256-step4 --params params-gpu.yaml --model models/go-9.pt --games 256 --seconds 40 --processes 4
+bench go9-256-lockstep --params params-gpu.yaml --model models/go-9.pt --games 256 --seconds 40 --processes 4 \
+    --set selfplay.step_rounds=0
 bench go19-fast --params params-gpu.yaml --set game.size=19 --games 512 --seconds 40
 # training on the GPU: plain, channels-last convolutions, bf16 autocast
 bench train --params params-gpu.yaml --train --seconds 20
 bench train-channels-last --params params-gpu.yaml --train --seconds 20 --set train.channels_last=true
 bench train-bf16 --params params-gpu.yaml --train --seconds 20 --set train.mixed_precision=true
 
-# one shard end to end (the network loaded, games played with refills, the shard written)
-t0=$SECONDS
-$py -m zero.cli selfplay --params params-gpu.yaml --model models/go-9.pt --out "$out/shard.npz" --seed 1 \
-    --games 2048 > "$out/selfplay.log" 2>&1
-echo "selfplay of 2048 games: $((SECONDS - t0)) s, $(tail -n 2 "$out/selfplay.log")"
-rm -f "$out/shard.npz"
+# one shard end to end (the network loaded, games played with refills, the shard written): params-gpu.yaml's
+# (256 games in flight, step_rounds 4), then 1,024 in flight, then in lockstep
+shard() {  # shard NAME GAMES ARGS...
+    local name=$1 games=$2; shift 2
+    local t0=$SECONDS
+    $py -m zero.cli selfplay --params params-gpu.yaml --model models/go-9.pt --out "$out/shard.npz" --seed 1 \
+        --games "$games" "$@" > "$out/$name.log" 2>&1
+    echo "$name, $games games: $((SECONDS - t0)) s, $(tail -n 3 "$out/$name.log" | tr -d '\n')"
+    rm -f "$out/shard.npz"
+}
+shard selfplay 2048
+shard selfplay-1024-in-flight 4096 --set selfplay.concurrent_games=1024
+shard selfplay-lockstep 2048 --set selfplay.step_rounds=0

@@ -61,6 +61,7 @@ class Choice(NamedTuple):
     resign: np.ndarray  # [L] float: resign statistic (below the arena's threshold: the mover resigns)
     policy: np.ndarray | None = None  # [L, A] float32 search policy, the training target in self-play
     record: np.ndarray | None = None  # [L] bool: positions to keep as training targets (None: all)
+    done: np.ndarray | None = None  # [L] bool: slots whose search has ended and that move now (None: all)
 
 
 def game_seed(seed: int, index: int) -> int:
@@ -147,15 +148,20 @@ class MCTSPlayer:
         groups: the slots choosing at once are split into this many groups searched by
             Search.run_groups, one group's network call in flight while the next group's tree
             work runs (a GPU's evaluator); 1: one search over all of them.
+        step_rounds: 0: `choose` searches every slot to its visits and all of them move (lockstep).
+            N: `choose` runs N search rounds and only the slots whose searches reached their visits
+            move (Choice.done); the others search on in the next call, so that a round's network call
+            holds every game in progress even when searches differ in length (playout cap randomization).
     """
 
     def __init__(self, name: str, evaluator, config: SearchConfig, noise: bool = False, reuse_tree: bool = True,
-                 playout_cap: tuple[float, int] | None = None, groups: int = 1):
+                 playout_cap: tuple[float, int] | None = None, groups: int = 1, step_rounds: int = 0):
         self.name = name
         self.evaluator = evaluator
         self.config = config
         self.noise, self.reuse_tree, self.playout_cap = noise, reuse_tree, playout_cap
         self.groups = groups
+        self.step_rounds = step_rounds
 
     @property
     def evaluations(self) -> int:
@@ -165,38 +171,79 @@ class MCTSPlayer:
     def start(self, game: Game, batch, slots_n: int) -> None:
         self.game, self.batch = game, batch
         self.search = Search(game, self.evaluator, slots_n, self.config)
+        self._target = np.zeros(slots_n, np.int64)  # step_rounds: each slot's search in progress (0: none)
+        self._full = np.ones(slots_n, bool)  # ... and whether it is a full search
 
     def reset(self, slot: int) -> None:
         self.search.tree.reset(slot)
+        self._target[slot] = 0
 
     def observe(self, slot: int, action: int) -> None:
         if self.reuse_tree:
             self.search.tree.advance(slot, action)
         else:
             self.search.tree.reset(slot)
+        self._target[slot] = 0
 
     def choose(self, slots: np.ndarray, sample: np.ndarray, rngs: list) -> Choice:
         """Actions for the side to move in each slot, the resign statistic (max of root and best child value)."""
+        if self.step_rounds:
+            return self._step(slots, sample, rngs)
         noise = rngs if self.noise else None
         full = visits = None
         if self.playout_cap is not None:
-            share, fast_visits = self.playout_cap
-            full = np.array([rng.random() < share for rng in rngs], bool)
-            visits = np.where(full, self.config.visits, fast_visits)
+            full, visits = self._draw_caps(rngs)
             noise = None if noise is None else [r if f else None for r, f in zip(noise, full)]
+        self._search(slots, noise, visits)
+        return self._choice(slots, sample, rngs, full)
+
+    def _draw_caps(self, rngs: list) -> tuple[np.ndarray, np.ndarray]:
+        """Playout cap randomization's draw for a new search in each game: (full search?, its visits)."""
+        share, fast_visits = self.playout_cap
+        full = np.array([rng.random() < share for rng in rngs], bool)
+        return full, np.where(full, self.config.visits, fast_visits)
+
+    def _search(self, slots: np.ndarray, noise: list | None, visits: np.ndarray | None,
+                max_rounds: int | None = None) -> None:
         if self.groups > 1 and len(slots) >= 2 * self.groups:
             parts = np.array_split(np.arange(len(slots)), self.groups)
             self.search.run_groups(self.batch, [
                 (slots[p], None if noise is None else [noise[i] for i in p], None if visits is None else visits[p])
-                for p in parts])
+                for p in parts], max_rounds=max_rounds)
         else:
-            self.search.run(self.batch, slots, noise_rngs=noise, visits=visits)
+            self.search.run(self.batch, slots, noise_rngs=noise, visits=visits, max_rounds=max_rounds)
+
+    def _choice(self, slots: np.ndarray, sample: np.ndarray, rngs: list, full: np.ndarray | None) -> Choice:
         if self.noise and self.config.forced_playouts_k > 0:
             policy = pruned_policy(self.search.tree, slots, self.config)
         else:
             policy = self.search.tree.root_policy(slots)
         root_v, best_q = self.search.tree.root_values(slots)
         return Choice(choose_moves(policy, sample, rngs), np.maximum(root_v, best_q), policy, full)
+
+    def _step(self, slots: np.ndarray, sample: np.ndarray, rngs: list) -> Choice:
+        """step_rounds rounds of the slots' searches, those that start here drawing their caps and noise;
+        the Choice of the slots whose searches have ended (the others: done False, action -1)."""
+        new = self._target[slots] == 0
+        if new.any():
+            idx = np.flatnonzero(new)
+            full, visits = (self._draw_caps([rngs[i] for i in idx]) if self.playout_cap is not None
+                            else (np.ones(len(idx), bool), np.full(len(idx), self.config.visits)))
+            self._full[slots[idx]], self._target[slots[idx]] = full, visits
+        # noise once, when a search starts; a search going on keeps its root's noisy priors
+        noise = [r if n and f else None for r, n, f in zip(rngs, new, self._full[slots])] if self.noise else None
+        self._search(slots, noise, self._target[slots], max_rounds=self.step_rounds)
+        t = self.search.tree
+        done = t.expanded[slots, 0] & ((t.root_visits(slots) >= self._target[slots]) | ~np.isnan(t.terminal[slots, 0]))
+        L, A = len(slots), self.game.num_actions
+        out = Choice(np.full(L, -1, np.int64), np.ones(L, np.float32), np.zeros((L, A), np.float32),
+                     self._full[slots].copy() if self.playout_cap is not None else None, done)
+        idx = np.flatnonzero(done)
+        if len(idx):
+            part = self._choice(slots[idx], sample[idx], [rngs[i] for i in idx],
+                                None if out.record is None else out.record[idx])
+            out.actions[idx], out.resign[idx], out.policy[idx] = part.actions, part.resign, part.policy
+        return out
 
 
 @dataclass(frozen=True)
@@ -342,6 +389,13 @@ class _Arena:
         game, batch, rules = self.game, self.batch, self.rules
         counts = np.array([game.move_count(batch, s) for s in slots])
         choice = Choice(*player.choose(slots, counts < rules.sample_moves, [self.rngs[s] for s in slots]))
+        if choice.done is not None:  # a player that searches on in some slots: only the others move
+            idx = np.flatnonzero(choice.done)
+            slots, counts = slots[idx], counts[idx]
+            choice = Choice(choice.actions[idx], choice.resign[idx], choice.policy[idx],
+                            None if choice.record is None else choice.record[idx])
+            if len(slots) == 0:
+                return
         if rules.record:
             n = len(slots)
             packed = pack_planes(game.leaf_inputs(batch, slots, self._root_path[:n], np.zeros(n, np.int32)).planes)

@@ -435,6 +435,12 @@ class SelfPlayConfig(_ComputeSection):
     search_groups: int = _int(1, ge=1, le=16, switch=True)
     half_precision: bool = _bool(False, switch=True)
     fast_inference: bool = _bool(False, switch=True)
+    # step_rounds: 0: every game in progress searches to its visits, then all of them move together (the
+    # lockstep of the batched search). N: the searches pause every N rounds, the games whose searches have
+    # their visits move and start their next search, and the others search on: with playout cap
+    # randomization a round's network call then holds nearly every game in progress, not only the few
+    # still on a full search (the symmetries drawn and so the bytes of a shard differ, hence a switch).
+    step_rounds: int = _int(0, ge=0, le=MAX_VISITS, switch=True)
 
     @model_validator(mode="after")
     def _fast_visits_fit(self) -> "SelfPlayConfig":

@@ -218,16 +218,20 @@ class GumbelPlayer(MCTSPlayer):
 
 
 def search_player(name: str, evaluator, config: SearchConfig, noise: bool = False, reuse_tree: bool = True,
-                  playout_cap: tuple[float, int] | None = None, groups: int = 1):
+                  playout_cap: tuple[float, int] | None = None, groups: int = 1, step_rounds: int = 0):
     """The player of config.root: GumbelPlayer for "gumbel" (which searches each move afresh), else MCTSPlayer.
 
-    playout_cap and groups are MCTSPlayer's (playout cap randomization; games searched in groups that
-    alternate on the network); Gumbel search refuses playout_cap (ValueError) and searches in one group.
+    playout_cap, groups and step_rounds are MCTSPlayer's (playout cap randomization; games searched in
+    groups that alternate on the network; searches that pause every step_rounds rounds so the games that
+    are done move); Gumbel search refuses playout_cap and step_rounds (ValueError) and searches in one group.
     """
     if config.root == "gumbel":
         if playout_cap is not None:
             raise ValueError("mcts.root: gumbel searches every move with its own budget; "
                              "selfplay.full_search_share must stay 1 with it")
+        if step_rounds:
+            raise ValueError("mcts.root: gumbel searches every move in one sequential halving; "
+                             "selfplay.step_rounds must stay 0 with it")
         return GumbelPlayer(name, evaluator, config, noise=noise)
     return MCTSPlayer(name, evaluator, config, noise=noise, reuse_tree=reuse_tree, playout_cap=playout_cap,
-                      groups=groups)
+                      groups=groups, step_rounds=step_rounds)

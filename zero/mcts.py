@@ -437,9 +437,10 @@ class Search:
         self.evaluations = 0  # leaves sent to the evaluator (not finished games)
 
     def run(self, batch, slots: np.ndarray, noise_rngs: list | None = None,
-            visits: np.ndarray | None = None, root_actions=None, stop=None) -> None:
+            visits: np.ndarray | None = None, root_actions=None, stop=None, max_rounds: int | None = None) -> None:
         """Search every slot in `slots` until its root has `visits` visits, or until `stop()` is true once
-        every root is expanded (checked between rounds; an engine's time budget).
+        every root is expanded (checked between rounds; an engine's time budget), or for at most
+        `max_rounds` rounds (a search that goes on in a later call: pass its noise only once).
 
         With noise_rngs (one numpy Generator per slot, or None for a slot searched
         without noise), Dirichlet noise of the config's weight and alpha is mixed
@@ -452,11 +453,11 @@ class Search:
         """
         c = self.config
         if (c.leaf_batch > 1 and c.leaf_batches_in_flight > 1 and root_actions is None and noise_rngs is None
-                and hasattr(self.evaluator, "submit")):
+                and max_rounds is None and hasattr(self.evaluator, "submit")):
             self._run_in_flight(batch, np.asarray(slots, np.int32), visits, stop)
             return
         steps = self._rounds(batch, slots, noise_rngs, visits, root_actions, self._paths, self._depth, self._leaves,
-                             stop)
+                             stop, max_rounds)
         evaluate = self.evaluator.evaluate
         try:
             request = next(steps)
@@ -559,9 +560,9 @@ class Search:
             rows, inputs, handle = flight.pop(0)
             self._backup_virtual(rows, inputs, *self.evaluator.collect(handle))
 
-    def run_groups(self, batch, groups: list[tuple]) -> None:
-        """Search disjoint groups of slots, each as `run(batch, slots, noise_rngs, visits)` would, with
-        one group's network call in flight while the next group's leaves are selected and backed up.
+    def run_groups(self, batch, groups: list[tuple], max_rounds: int | None = None) -> None:
+        """Search disjoint groups of slots, each as `run(batch, slots, noise_rngs, visits, max_rounds=max_rounds)`
+        would, with one group's network call in flight while the next group's leaves are selected and backed up.
 
         groups: [(slots, noise_rngs, visits)]. With an evaluator that has `submit(game, batch, slots,
         paths, depth, inputs) -> handle` and `collect(handle) -> (priors, values)` (zero.evaluator's
@@ -571,14 +572,14 @@ class Search:
         submit = getattr(self.evaluator, "submit", None)
         if submit is None or len(groups) < 2:
             for slots, noise_rngs, visits in groups:
-                self.run(batch, slots, noise_rngs, visits)
+                self.run(batch, slots, noise_rngs, visits, max_rounds=max_rounds)
             return
         depth_max = self._paths.shape[1]
         live = []
         for slots, noise_rngs, visits in groups:
             n = len(slots)
             steps = self._rounds(batch, slots, noise_rngs, visits, None, np.zeros((n, depth_max), np.int32),
-                                 np.zeros(n, np.int32), np.zeros(n, np.int32))
+                                 np.zeros(n, np.int32), np.zeros(n, np.int32), max_rounds=max_rounds)
             try:
                 request = next(steps)
             except StopIteration:
@@ -595,7 +596,7 @@ class Search:
                 item[1] = submit(self.game, batch, *request)
 
     def _rounds(self, batch, slots: np.ndarray, noise_rngs, visits, root_actions, paths_buf, depth_buf,
-                leaves_buf, stop=None):
+                leaves_buf, stop=None, max_rounds: int | None = None):
         """The search of `run` as a generator: yields each round's leaves as (slots, paths, depth, inputs)
         and is sent their (priors, values). The scratch buffers hold at least len(slots) rows."""
         slots = np.asarray(slots, np.int32)
@@ -613,7 +614,11 @@ class Search:
                 idx = np.flatnonzero(expanded & wants)
                 add_dirichlet_noise(t, slots[idx], [noise_rngs[i] for i in idx], c.dirichlet_weight, c.dirichlet_alpha)
             noise_pending = ~expanded & wants
+        rounds = 0
         while True:
+            if max_rounds is not None and rounds >= max_rounds:
+                return
+            rounds += 1
             done = t.expanded[slots, 0] & (
                 (t.root_visits(slots) >= target) | ~np.isnan(t.terminal[slots, 0])
             )

@@ -36,7 +36,7 @@ def play_games(game: Game, evaluator, selfplay: SelfPlayConfig, search: SearchCo
     """
     cap = (selfplay.full_search_share, selfplay.fast_visits) if selfplay.full_search_share < 1 else None
     player = search_player("self-play", evaluator, search, noise=True, reuse_tree=selfplay.reuse_tree,
-                           playout_cap=cap, groups=selfplay.search_groups)
+                           playout_cap=cap, groups=selfplay.search_groups, step_rounds=selfplay.step_rounds)
     rules = ArenaRules(sample_moves=selfplay.temperature_moves, resign_threshold=selfplay.resign_threshold,
                        resign_min_move=selfplay.resign_min_move,
                        playout_share=selfplay.resign_playout_share, record=True, final_board=final_board)
