@@ -65,7 +65,7 @@ def test_the_command_records_the_shipped_champions_committed_ladder(tmp_path, ca
     assert "g56 against mcts-500: 20-0-0" in capsys.readouterr().out
     lineage = json.loads((models / "go-9.json").read_text())
     assert lineage["ladder"]["matched_by"] == "sha256"
-    assert sorted(m["b"] for m in lineage["ladder"]["matches"]) == ["gnugo-l1", "gnugo-l10", "mcts-500"]
+    assert sorted(m["b"] for m in lineage["ladder"]["matches"]) == ["gnugo-l1", "gnugo-l10", "gnugo-l5", "mcts-500"]
     assert main(args + ["--ladder", str(repo / "docs" / "strength" / "go-9-g48-ladder")]) == 2
     assert "no pairing of go-9.json's champion" in capsys.readouterr().err
     assert main(args + ["--ladder", str(tmp_path / "nothing")]) == 2
