@@ -233,8 +233,7 @@ class MCTSPlayer:
         # noise once, when a search starts; a search going on keeps its root's noisy priors
         noise = [r if n and f else None for r, n, f in zip(rngs, new, self._full[slots])] if self.noise else None
         self._search(slots, noise, self._target[slots], max_rounds=self.step_rounds)
-        t = self.search.tree
-        done = t.expanded[slots, 0] & ((t.root_visits(slots) >= self._target[slots]) | ~np.isnan(t.terminal[slots, 0]))
+        done = self.search.tree.searched(slots, self._target[slots])
         L, A = len(slots), self.game.num_actions
         out = Choice(np.full(L, -1, np.int64), np.ones(L, np.float32), np.zeros((L, A), np.float32),
                      self._full[slots].copy() if self.playout_cap is not None else None, done)

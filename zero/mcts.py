@@ -88,6 +88,11 @@ class Tree:
         """[len(slots)] int: total visits of each slot's root."""
         return self.N[slots, 0, :].sum(axis=1)
 
+    def searched(self, slots: np.ndarray, target) -> np.ndarray:
+        """[len(slots)] bool: each slot's search is over (its root expanded, and `target` visits or a
+        finished game there)."""
+        return self.expanded[slots, 0] & ((self.root_visits(slots) >= target) | ~np.isnan(self.terminal[slots, 0]))
+
     def root_policy(self, slots: np.ndarray) -> np.ndarray:
         """[len(slots), A] float32: the visit distribution at each root."""
         n = self.N[slots, 0, :].astype(np.float32)
@@ -535,7 +540,7 @@ class Search:
         flight: list = []  # (rows, inputs, handle), oldest first
         while True:
             # the root's visits count the virtual visits in flight: no slot goes past its target
-            done = t.expanded[slots, 0] & ((t.root_visits(slots) >= target) | ~np.isnan(t.terminal[slots, 0]))
+            done = t.searched(slots, target)
             active = slots[~done]
             if stop is not None and len(active) and t.expanded[slots, 0].all() and stop():
                 active = active[:0]  # no new leaves: the batches in flight are backed up, then it returns
@@ -619,9 +624,7 @@ class Search:
             if max_rounds is not None and rounds >= max_rounds:
                 return
             rounds += 1
-            done = t.expanded[slots, 0] & (
-                (t.root_visits(slots) >= target) | ~np.isnan(t.terminal[slots, 0])
-            )
+            done = t.searched(slots, target)
             active = slots[~done]
             if len(active) == 0 or (stop is not None and t.expanded[slots, 0].all() and stop()):
                 return
