@@ -187,3 +187,58 @@ def test_on_the_cpu_the_convolutions_run_channels_last_and_give_the_eager_answer
     want = torch.softmax(logits.masked_fill(~legal, float("-inf")), dim=1)
     torch.testing.assert_close(priors, want, atol=2e-6, rtol=1e-5)
     torch.testing.assert_close(values, want_values, atol=2e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("overrides", NETS)
+def test_the_bfloat16_network_on_the_cpu_stays_within_bfloat16_rounding_of_float32(overrides):
+    """cpu_bf16: the folded network's weights and activations in bfloat16 on the CPU, the softmax in float32:
+    priors and values within bfloat16's rounding of the float32 evaluation, the same legal mask and sums."""
+    _, game, net = _net(overrides)
+    inputs, batch = _leaves(game, 24)
+    slots = np.arange(24, dtype=np.int32)
+    args = (game, batch, slots, np.zeros((24, 1), np.int32), np.zeros(24, np.int32), inputs)
+    fp32 = NetworkEvaluator(net, game.symmetries(), seed=9, fast=True)
+    bf16 = NetworkEvaluator(net, game.symmetries(), seed=9, fast=True, cpu_bf16=True)
+    assert bf16.leaf_net.dtype == torch.bfloat16 and fp32.leaf_net.dtype == torch.float32
+    assert all(p.dtype == torch.bfloat16 for p in bf16.leaf_net.net.parameters())
+    p0, v0 = fp32.evaluate(*args)
+    p1, v1 = bf16.evaluate(*args)
+    assert p1.dtype == np.float32 and v1.dtype == np.float32
+    assert not np.array_equal(p1, p0)  # it does run in bfloat16
+    np.testing.assert_allclose(p1, p0, atol=0.03)
+    np.testing.assert_allclose(v1, v0, atol=0.05)
+    assert (p1[~inputs.legal] == 0).all()
+    np.testing.assert_allclose(p1.sum(axis=1), 1.0, atol=1e-5)
+    # the priors' order is float32's where they are far apart: the search's choices barely move
+    top0, top1 = p0.argmax(axis=1), p1.argmax(axis=1)
+    gap = np.sort(p0, axis=1)[:, -1] - np.sort(p0, axis=1)[:, -2]
+    assert (top0 == top1)[gap > 0.05].all()
+
+
+def test_bfloat16_on_the_cpu_needs_the_fast_evaluation():
+    _, game, net = _net(NETS[0])
+    with pytest.raises(ValueError, match="cpu_bf16 needs the fast evaluation"):
+        NetworkEvaluator(net, game.symmetries(), cpu_bf16=True)
+
+
+def test_a_shard_with_cpu_bf16_plays_its_network_in_bfloat16(tmp_path):
+    """selfplay.cpu_bf16 reaches the shard's evaluator: the same games' bytes as the float32 fast path would
+    be a switch that does nothing; a shard played again with it is the same bytes (deterministic)."""
+    from zero.selfplay import play_shard
+
+    base = ["game.size=5", "network.size=b1c8", "selfplay.visits=8", "selfplay.games_per_shard=4",
+            "selfplay.concurrent_games=4", "selfplay.fast_inference=true", "selfplay.threads=1"]
+    net = _randomised(init_network(load_params(None, base), make_game(load_params(None, base).game), seed=2))
+    loaded = []
+
+    def load(checkpoint, device):
+        loaded.append(checkpoint)
+        return net
+
+    sha = {}
+    for name, extra in (("fp32", []), ("bf16", ["selfplay.cpu_bf16=true"]), ("bf16-again", ["selfplay.cpu_bf16=true"])):
+        out = play_shard(load_params(None, base + extra), "net.pt", tmp_path / f"{name}.npz", seed=3, load_network=load)
+        assert out["games"] == 4
+        sha[name] = out["sha256"]
+    assert sha["bf16"] == sha["bf16-again"]
+    assert sha["bf16"] != sha["fp32"]

@@ -103,3 +103,22 @@ def test_a_network_spec_sets_its_leaf_batch_batches_in_flight_and_visits(tiny_pa
     # a match of the batched search (two batches in flight) against the plain one plays to the end
     out = run_match(game, player, plain, num_games=4, seed=1, concurrent=4, opening_moves=2)
     assert out.result.games == 4
+
+
+def test_a_network_spec_chooses_its_precision_on_the_cpu(tiny_params, tiny_checkpoint):
+    import pytest
+    import torch
+
+    game = make_game(tiny_params.game)
+    bf16 = make_player(f"{tiny_checkpoint}@bf1", tiny_params, game, visits=8, seed=0)
+    assert bf16.evaluator.leaf_net is not None and bf16.evaluator.leaf_net.dtype == torch.bfloat16
+    on = tiny_params.model_copy(update={"gate": tiny_params.gate.model_copy(
+        update={"fast_inference": True, "cpu_bf16": True})})
+    assert make_player(str(tiny_checkpoint), on, game, visits=8).evaluator.leaf_net.dtype == torch.bfloat16
+    fp32 = make_player(f"{tiny_checkpoint}@bf0", on, game, visits=8, seed=0)
+    assert fp32.evaluator.leaf_net.dtype == torch.float32  # bf0 keeps the fast path, in float32
+    for bad in ("@bf2", "@bf"):
+        with pytest.raises(ValueError, match="@bf<0-1>"):
+            make_player(f"{tiny_checkpoint}{bad}", tiny_params, game, visits=8)
+    out = run_match(game, bf16, fp32, num_games=2, seed=1, concurrent=2, opening_moves=2)
+    assert out.result.games == 2

@@ -114,7 +114,8 @@ def _network(params, game, device, model: str | None):
 def _evaluator(net, sym, device, sp, mcts=None) -> NetworkEvaluator:
     if mcts is not None:
         net = search_network(net, mcts.score_utility, mcts.score_utility_scale)
-    return NetworkEvaluator(net, sym, 0, device, half=sp.half_precision, fast=sp.fast_inference)
+    return NetworkEvaluator(net, sym, 0, device, half=sp.half_precision, fast=sp.fast_inference,
+                            cpu_bf16=sp.cpu_bf16)
 
 
 def measure_leafnet(net, game, sp, device, batch: int, seconds: float) -> float:
@@ -122,7 +123,7 @@ def measure_leafnet(net, game, sp, device, batch: int, seconds: float) -> float:
     softmax; a CUDA graph on CUDA) on one batch of random 0/1 planes, repeated, results on the host."""
     from zero.inference import LeafNet
 
-    leaf = LeafNet(net, game.symmetries(), device, half=sp.half_precision)
+    leaf = LeafNet(net, game.symmetries(), device, half=sp.half_precision if device.type == "cuda" else sp.cpu_bf16)
     rng = np.random.default_rng(0)
     dtype = torch.uint8 if device.type == "cuda" else torch.float32
     planes = torch.from_numpy(rng.random((batch, game.num_planes, game.height, game.width)) < 0.3).to(device, dtype)
@@ -232,7 +233,8 @@ def measure_single_game(params, model: str | None, leaf_batches: list[int], visi
         flight = lp.mcts.leaf_batches_in_flight if lb > 1 else 1
         row = {"leaf_batch": lb, "in_flight": flight, "visits_per_s": round(searched / spent, 1),
                "visits": visits, "moves": moves, "threads": torch.get_num_threads(),
-               "numba_threads": numba.get_num_threads(), "fast_inference": lp.gate.fast_inference}
+               "numba_threads": numba.get_num_threads(), "fast_inference": lp.gate.fast_inference,
+               "cpu_bf16": lp.gate.cpu_bf16}
         if seconds_per_move is not None:
             from zero.ladder import visits_per_move
 
@@ -351,6 +353,7 @@ def run_bench(params, seconds: float = 20.0, concurrent: int = 128, visits: int 
             "search_groups": sp.search_groups,
             "half_precision": sp.half_precision and device.type == "cuda",
             "fast_inference": sp.fast_inference,
+            "cpu_bf16": sp.cpu_bf16 and device.type == "cpu",
             "torch_threads": torch.get_num_threads(),
             "numba_threads": numba.get_num_threads(),
             "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, {cores} cores",

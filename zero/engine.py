@@ -65,6 +65,7 @@ class EngineConfig:
     resign_min_move: int | None = None
     resign_moves: int = 3
     fast_inference: bool = False  # zero.inference's evaluation (gate.fast_inference)
+    cpu_bf16: bool = False  # with it, the network in bfloat16 on the CPU (gate.cpu_bf16)
     score_utility: float = 0.0  # mcts.score_utility: the search's utility mixes in the score head
     score_utility_scale: float = 10.0
     network: NetworkConfig = NetworkConfig()  # the shape of a freshly initialised network (no checkpoint)
@@ -75,7 +76,7 @@ class EngineConfig:
         return cls(game=params.game, search=params.mcts.search(visits or params.gate.visits),
                    symmetries=params.mcts.symmetries, device=params.gate.device,
                    resign_threshold=params.selfplay.resign_threshold, network=params.network,
-                   fast_inference=params.gate.fast_inference, score_utility=params.mcts.score_utility,
+                   fast_inference=params.gate.fast_inference, cpu_bf16=params.gate.cpu_bf16, score_utility=params.mcts.score_utility,
                    score_utility_scale=params.mcts.score_utility_scale)
 
 
@@ -125,7 +126,7 @@ class Engine:
         if flight > 1 and self.device.type == "cpu":  # each batch in flight on its own share of the cores
             set_threads(max(1, usable_cores() // flight))
         self.evaluator = NetworkEvaluator(searched, sym, self.seed, self.device, fast=self.config.fast_inference,
-                                          cpu_workers=flight)
+                                          cpu_workers=flight, cpu_bf16=self.config.cpu_bf16)
         self._low = (0, 0)  # (moves of the last genmove's position, own moves in a row below resign_threshold)
         self._search: Search | None = None  # built for the game of the positions searched
         self._root: tuple[tuple[int, ...], np.ndarray] | None = None  # (moves, hashes) at the tree's root

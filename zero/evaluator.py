@@ -41,6 +41,8 @@ class NetworkEvaluator:
         fast: evaluate through zero.inference.LeafNet (batch norm folded; symmetries and softmax on the
             device; on CUDA, CUDA graphs over batch-size buckets). Changes the arithmetic slightly, so it
             is the params switch `fast_inference`; off keeps the eager path and its bytes.
+        cpu_bf16: on the CPU, the fast path's network in bfloat16 (the params switch `cpu_bf16`; needs
+            `fast`); no effect on CUDA, where `half` decides.
         cpu_workers: on the CPU, with more than 1, `submit` hands the network call to one of this many
             threads and returns at once, so that many calls run at the same time, each on its own core
             while torch's threads are split between them (mcts.leaf_batches_in_flight); the search
@@ -59,11 +61,14 @@ class NetworkEvaluator:
     RING = 17  # pinned buffer sets on CUDA: more than the calls ever in flight at once (search_groups <= 16)
 
     def __init__(self, net: torch.nn.Module, symmetries: np.ndarray | None, seed: int = 0,
-                 device: torch.device | str = "cpu", half: bool = False, fast: bool = False, cpu_workers: int = 0):
+                 device: torch.device | str = "cpu", half: bool = False, fast: bool = False, cpu_workers: int = 0,
+                 cpu_bf16: bool = False):
         self.net = net.eval()
         self.device = torch.device(device)
         self.cuda = self.device.type == "cuda"
-        self.half = half and self.cuda
+        if cpu_bf16 and not fast and not self.cuda:
+            raise ValueError("cpu_bf16 needs the fast evaluation (fast_inference): the eager path is float32")
+        self.half = half if self.cuda else cpu_bf16
         self.perms = symmetries
         if symmetries is not None:
             self.inverse = np.argsort(symmetries, axis=1)

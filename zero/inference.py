@@ -13,12 +13,17 @@ its convolutions in channels-last layout.
 
 Folding, the CPU's channels-last convolutions and float32 softmax change the arithmetic
 (priors agree with the eager path to about 1e-6), so the evaluator takes this path only under the params switch
-`fast_inference` (zero.config), and the off value keeps every shard's bytes.
+`fast_inference` (zero.config), and the off value keeps every shard's bytes. The network may run in bfloat16
+(weights and activations; the softmax stays float32): on CUDA under `half_precision`, on the CPU under
+`cpu_bf16`, which doubles a core's evaluations on CPUs with bfloat16 instructions (docs/performance.md).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+import warnings
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -64,6 +69,17 @@ def fold_batchnorm(net: nn.Module) -> nn.Module:
     return folded
 
 
+@functools.cache
+def cpu_has_bfloat16() -> bool | None:
+    """Whether this machine's CPU has bfloat16 instructions (avx512_bf16 or amx_bf16 on x86, bf16 on Arm), from
+    /proc/cpuinfo's flags; None where there is no such file."""
+    info = Path("/proc/cpuinfo")
+    if not info.is_file():
+        return None
+    words = set(info.read_text(errors="replace").split())
+    return bool(words & {"avx512_bf16", "amx_bf16", "bf16"})
+
+
 def bucket_for(n: int, buckets: tuple[int, ...] = BUCKETS) -> int:
     """The smallest bucket that holds a batch of n (n itself past the largest)."""
     for b in buckets:
@@ -79,7 +95,8 @@ class LeafNet:
         net: a ZeroNet (folded here; the original is not changed).
         perms: [S, A] action permutations (game.symmetries()), or None for none.
         device: the network's device.
-        half: on CUDA, the network's weights and activations in bfloat16 (the softmax stays float32).
+        half: the network's weights and activations in bfloat16 (the softmax stays float32); on the CPU the
+            params switch cpu_bf16, on CUDA half_precision.
         graphs: on CUDA, capture each bucket's call in a CUDA graph (False: eager, as on the CPU).
 
     `__call__(planes [n, C, H, W] uint8 or float, sym [n] int64 or None, legal [n, A] bool)` takes tensors on
@@ -92,8 +109,11 @@ class LeafNet:
                  graphs: bool | str = True):
         self.device = torch.device(device)
         self.cuda = self.device.type == "cuda"
-        self.half = half and self.cuda
+        self.half = half
         self.dtype = torch.bfloat16 if self.half else torch.float32
+        if self.half and not self.cuda and cpu_has_bfloat16() is False:
+            warnings.warn("cpu_bf16: this CPU has no bfloat16 instructions (avx512_bf16, amx_bf16): the network runs "
+                          "emulated, likely slower than in float32", stacklevel=2)
         self.net = fold_batchnorm(net).to(self.device, self.dtype)  # bf16 weights: no autocast casts per call
         # On the CPU the convolutions run in channels-last layout (oneDNN's NHWC kernels): for b6c64 9x9 on
         # one core, self-play makes 1.29-1.38 times the evaluations a second (docs/performance.md).

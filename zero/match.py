@@ -31,20 +31,22 @@ ROLLOUT_C_PUCT = 3.0
 
 
 # A network player's options: key -> (largest value, what it sets).
-PLAYER_OPTIONS = {"lb": (256, "leaf batch"), "f": (16, "leaf batches in flight"), "v": (100_000, "visits")}
+PLAYER_OPTIONS = {"lb": (1, 256, "leaf batch"), "f": (1, 16, "leaf batches in flight"), "v": (1, 100_000, "visits"),
+                  "bf": (0, 1, "the network in bfloat16 on the CPU, gate.cpu_bf16")}
 
 
 def split_options(spec: str) -> tuple[str, dict]:
-    """`models/go-9.pt@lb8@f2@v300` -> ("models/go-9.pt", {"lb": 8, "f": 2, "v": 300}): a network player's
-    own leaf batch (lb, 1 to 256), leaf batches in flight (f, 1 to 16) and visits a move (v, 1 to
-    100,000). ValueError names a bad option."""
+    """`models/go-9.pt@lb8@f2@v300@bf1` -> ("models/go-9.pt", {"lb": 8, "f": 2, "v": 300, "bf": 1}): a network
+    player's own leaf batch (lb, 1 to 256), leaf batches in flight (f, 1 to 16), visits a move (v, 1 to
+    100,000) and network precision on the CPU (bf1: bfloat16, bf0: float32). ValueError names a bad option."""
     path, *parts = spec.split("@")
     options = {}
     for part in parts:
         key = next((k for k in PLAYER_OPTIONS if part.startswith(k)), None)
         value = part[len(key or ""):]
-        if key is None or not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= PLAYER_OPTIONS[key][0]:
-            known = ", ".join(f"@{k}<1-{top}> {what}" for k, (top, what) in PLAYER_OPTIONS.items())
+        low, top = PLAYER_OPTIONS[key][:2] if key else (0, 0)
+        if key is None or not (value.isascii() and value.isdigit()) or not low <= int(value) <= top:
+            known = ", ".join(f"@{k}<{lo}-{hi}> {what}" for k, (lo, hi, what) in PLAYER_OPTIONS.items())
             raise ValueError(f"player {spec!r}: {part!r} is not an option ({known})")
         options[key] = int(value)
     return path, options
@@ -80,8 +82,9 @@ def make_player(spec: str, params, game: Game, visits: int, seed: int = 0):
     any twice); `gtp:<command line>`
     (an external GTP engine such as `gtp:gnugo --mode gtp --level 1`). A network's
     spec may end in `@lb<N>` (its search evaluates N leaves a call, mcts.leaf_batch), `@f<N>` (N such
-    batches in flight, mcts.leaf_batches_in_flight) and `@v<N>` (its own visits a move):
-    `models/go-9.pt@lb8@v300` against `models/go-9.pt`.
+    batches in flight, mcts.leaf_batches_in_flight), `@v<N>` (its own visits a move) and `@bf1` / `@bf0`
+    (its network in bfloat16 / float32 on the CPU; bf1 takes the fast evaluation, gate.fast_inference):
+    `models/go-9.pt@lb8@v300` against `models/go-9.pt`, `models/go-9.pt@bf1` against `models/go-9.pt@bf0`.
     """
     mc, name = params.mcts, Path(spec).name
     if not spec.startswith(("gtp:", "mcts:")) and "@" in spec:
@@ -89,6 +92,10 @@ def make_player(spec: str, params, game: Game, visits: int, seed: int = 0):
         mc = mc.model_copy(update={"leaf_batch": options.get("lb", mc.leaf_batch),
                                    "leaf_batches_in_flight": options.get("f", mc.leaf_batches_in_flight)})
         visits = options.get("v", visits)
+        if "bf" in options:
+            gate = params.gate.model_copy(update={"cpu_bf16": bool(options["bf"]), "fast_inference": True}
+                                          if options["bf"] else {"cpu_bf16": False})
+            params = params.model_copy(update={"gate": gate})
     if spec.startswith("gtp:"):
         from zero.gtp_player import GtpPlayer
 
@@ -109,7 +116,8 @@ def make_player(spec: str, params, game: Game, visits: int, seed: int = 0):
             raise ValueError(f"{spec}: network is for another game or board than {params.game.tag}")
     sym = game.symmetries() if mc.symmetries else None
     net = search_network(net, mc.score_utility, mc.score_utility_scale)
-    return search_player(name, NetworkEvaluator(net, sym, seed, device, fast=params.gate.fast_inference),
+    return search_player(name, NetworkEvaluator(net, sym, seed, device, fast=params.gate.fast_inference,
+                                                       cpu_bf16=params.gate.cpu_bf16),
                          mc.search(visits))
 
 

@@ -123,7 +123,7 @@ def play_shard(params, checkpoint: str | Path, out_path: str | Path, seed: int,
     net = search_network(net, params.mcts.score_utility, params.mcts.score_utility_scale)
     evaluator = NetworkEvaluator(net, game.symmetries() if params.mcts.symmetries else None,
                                  seed=seed, device=device, half=params.selfplay.half_precision,
-                                 fast=params.selfplay.fast_inference)
+                                 fast=params.selfplay.fast_inference, cpu_bf16=params.selfplay.cpu_bf16)
     num_games = num_games or params.selfplay.games_per_shard
     start = time.perf_counter()
     search = params.mcts.search(params.selfplay.visits)
