@@ -67,7 +67,7 @@ DEFAULTS_DIGEST = "d9608527662bb5b5fc21137063f9d475fe90619011816a67667d28c43c7ad
 def test_switches_that_are_off_keep_the_params_hash():
     assert load_params(None).digest() == DEFAULTS_DIGEST
     explicit = ["selfplay.cpu_bf16=false", "gate.cpu_bf16=false", "network.global_pooling=false", "network.aux_heads=false", "train.holdout_share=0",
-                "train.mixed_precision=false", "train.channels_last=false", "train.max_samples_per_position=null", "train.ownership_weight=1.5",
+                "train.mixed_precision=false", "train.channels_last=false", "train.cpu_bf16=false", "train.max_samples_per_position=null", "train.ownership_weight=1.5",
                 "pipeline.selfplay_actors=0"]
     assert load_params(None, explicit).digest() == DEFAULTS_DIGEST
 
@@ -75,7 +75,7 @@ def test_switches_that_are_off_keep_the_params_hash():
 @pytest.mark.parametrize("override", [
     "network.global_pooling=true", "network.global_pooling_every=2", "network.aux_heads=true",
     "train.score_weight=0.1", "train.max_samples_per_position=4", "train.holdout_share=0.05",
-    "train.mixed_precision=true", "train.channels_last=true", "pipeline.selfplay_actors=2",
+    "train.mixed_precision=true", "train.channels_last=true", "train.cpu_bf16=true", "pipeline.selfplay_actors=2",
     ["selfplay.fast_inference=true", "selfplay.cpu_bf16=true"], ["gate.fast_inference=true", "gate.cpu_bf16=true"],
 ])
 def test_each_switch_enters_the_params_hash(override):

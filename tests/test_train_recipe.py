@@ -234,6 +234,38 @@ def test_mixed_precision_changes_nothing_on_the_cpu(tmp_path):
     assert file_sha256(tmp_path / "False.pt") == file_sha256(tmp_path / "True.pt")
 
 
+def test_cpu_bf16_trains_under_bfloat16_autocast_and_saves_a_float32_checkpoint(tmp_path, monkeypatch):
+    """train.cpu_bf16: the forward pass in bfloat16 on the CPU (the convolutions' outputs are bfloat16), the
+    losses near float32's, and the checkpoint's weights float32 and near float32 training's."""
+    init = init_net(tmp_path, aux_heads=True)
+    shards = [write(tmp_path, f"s{i}.npz", recipe_shard(i)) for i in range(2)]
+    dtypes = []
+    forward_aux = ZeroNet.forward_aux
+
+    def spy(net, x):
+        out = forward_aux(net, x)
+        dtypes.append(out[0].dtype)
+        return out
+
+    monkeypatch.setattr(ZeroNet, "forward_aux", spy)
+    losses = {}
+    for on in (False, True):
+        losses[on], dtypes[:] = [], []
+        summary = train(tiny_params(steps=8, cpu_bf16=on, learning_rate=0.01), init, shards, tmp_path / f"{on}.pt", seed=6,
+                        on_step=lambda step, m, on=on: losses[on].append((m["policy_loss"], m["value_loss"])))
+        assert dtypes == [torch.bfloat16 if on else torch.float32] * 8
+        assert np.isfinite(losses[on]).all() and summary["steps"] == 8
+    assert losses[True] != losses[False]
+    np.testing.assert_allclose(np.array(losses[True]), np.array(losses[False]), rtol=0.05, atol=0.02)
+    start, off, on = weights(init), weights(tmp_path / "False.pt"), weights(tmp_path / "True.pt")
+    assert all(on[k].dtype == off[k].dtype for k in off)
+    flat = {name: torch.cat([w[k].flatten().float() for k in off if off[k].is_floating_point()])
+            for name, w in (("start", start), ("off", off), ("on", on))}
+    moved = (flat["off"] - flat["start"]).norm()
+    print(float(moved), float((flat["on"] - flat["off"]).norm()))
+    assert (flat["on"] - flat["off"]).norm() < 0.25 * moved  # the same training, to bfloat16's rounding
+
+
 # --- channels-last layout on the CPU ---------------------------------------------------------------
 
 

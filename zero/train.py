@@ -23,7 +23,9 @@ Switches of a faster recipe, all off by default (params.train):
   often than that over its life in the window (`reuse`);
 - `holdout_share`: a share of the newest generation's games, chosen by game,
   kept out of training and scored at intervals (`holdout_positions`);
-- `mixed_precision`: bf16 autocast on CUDA (no effect on the CPU).
+- `mixed_precision`: bf16 autocast on CUDA (no effect on the CPU);
+- `cpu_bf16`: bf16 autocast on the CPU (no effect on CUDA): about 1.7 times the positions a second on a
+  CPU with bfloat16 instructions; the weights, their updates and the losses stay float32.
 
 Every run reports how often positions are reused (`summary["reuse"]`).
 """
@@ -278,10 +280,15 @@ def _deterministic(device: torch.device, seed: int):
             cudnn.deterministic, cudnn.benchmark = saved
 
 
+def _bf16(cfg, device: torch.device) -> bool:
+    """Whether training runs under bf16 autocast: mixed_precision on CUDA, cpu_bf16 on the CPU."""
+    return cfg.mixed_precision if device.type == "cuda" else cfg.cpu_bf16
+
+
 def _autocast(device: torch.device, on: bool):
-    """bf16 autocast on CUDA when `on` (no loss scaling is needed for bf16); nothing otherwise."""
-    if on and device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
+    """bf16 autocast on the device when `on` (no loss scaling is needed for bf16); nothing otherwise."""
+    if on and device.type in ("cuda", "cpu"):
+        return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
@@ -331,7 +338,7 @@ def measure_training(net, cfg, seconds: float, seed: int = 0) -> dict:
     losses too when the network has their heads, on random positions and targets. The network is trained
     in place (pass a copy). One warm-up step is not timed."""
     device = pick_device(cfg.device)
-    amp = cfg.mixed_precision and device.type == "cuda"
+    amp = _bf16(cfg, device)
     layout = _layout(cfg)
     net = net.to(device).to(memory_format=layout).train()
     nc, b = net.config, cfg.batch_size
@@ -358,7 +365,8 @@ def measure_training(net, cfg, seconds: float, seed: int = 0) -> dict:
             started = time.perf_counter()
     elapsed = time.perf_counter() - started
     return {"positions_per_s": round(steps * b / elapsed, 1), "steps": steps, "seconds": round(elapsed, 2),
-            "batch_size": b, "channels_last": layout is torch.channels_last, "mixed_precision": amp,
+            "batch_size": b, "channels_last": layout is torch.channels_last,
+            "mixed_precision": amp and device.type == "cuda", "cpu_bf16": amp and device.type == "cpu",
             "device": str(device)}
 
 
@@ -455,7 +463,7 @@ def train(
     cfg = params.train
     set_threads(cfg.threads)
     device = pick_device(cfg.device)
-    amp = cfg.mixed_precision and device.type == "cuda"
+    amp = _bf16(cfg, device)
     started = time.perf_counter()
     net, init_meta = load_checkpoint(init_checkpoint, device)
     grown_from = None
