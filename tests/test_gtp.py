@@ -727,3 +727,20 @@ def test_final_score_removes_the_stones_final_status_list_calls_dead():
     # black's A1 owns the whole board
     assert gtp.handle("final_score") == "= B+81\n\n"
     assert gtp.handle("final_score extra").startswith("? wrong number of arguments")
+
+
+def test_gate_cpu_bf16_plays_the_engine_s_network_in_bfloat16(params):
+    """`zero gtp --set gate.fast_inference=true --set gate.cpu_bf16=true`: the engine's evaluator holds the
+    folded network in bfloat16 on the CPU, and genmove answers as ever."""
+    import torch
+
+    from zero.config import load_params
+    from zero.engine import Engine, EngineConfig
+
+    on = load_params(None, TINY + ["gate.fast_inference=true", "gate.cpu_bf16=true"])
+    engine = Engine(EngineConfig.from_params(on, 8), checkpoint=None, seed=0)
+    assert engine.evaluator.leaf_net.dtype == torch.bfloat16
+    plain = Engine(EngineConfig.from_params(params, 8), checkpoint=None, seed=0)
+    assert plain.evaluator.leaf_net is None
+    r = session(on, engine, ["boardsize 5", "clear_board", "genmove b", "play w pass", "genmove b"])
+    assert all(re.fullmatch(r"= ([A-E][1-5]|pass)", x) for x in r[2:] if x != "= "), r
