@@ -730,8 +730,8 @@ def test_final_score_removes_the_stones_final_status_list_calls_dead():
 
 
 def test_gate_cpu_bf16_plays_the_engine_s_network_in_bfloat16(params):
-    """`zero gtp --set gate.fast_inference=true --set gate.cpu_bf16=true`: the engine's evaluator holds the
-    folded network in bfloat16 on the CPU, and genmove answers as ever."""
+    """`zero gtp --set gate.fast_inference=true --set gate.cpu_bf16=true`: the engine's evaluator holds
+    the folded network in bfloat16 on the CPU, and genmove answers as ever."""
     import torch
 
     from zero.config import load_params

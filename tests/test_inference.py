@@ -242,3 +242,19 @@ def test_a_shard_with_cpu_bf16_plays_its_network_in_bfloat16(tmp_path):
         sha[name] = out["sha256"]
     assert sha["bf16"] == sha["bf16-again"]
     assert sha["bf16"] != sha["fp32"]
+
+
+def test_bfloat16_on_a_cpu_without_its_instructions_warns(monkeypatch):
+    import zero.inference as inference
+
+    _, game, net = _net(NETS[0])
+    monkeypatch.setattr(inference, "cpu_has_bfloat16", lambda: False)
+    with pytest.warns(UserWarning, match="no bfloat16 instructions"):
+        LeafNet(net, game.symmetries(), torch.device("cpu"), half=True)
+    monkeypatch.setattr(inference, "cpu_has_bfloat16", lambda: True)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        LeafNet(net, game.symmetries(), torch.device("cpu"), half=True)
+        LeafNet(net, game.symmetries(), torch.device("cpu"))

@@ -330,7 +330,7 @@ def test_network_evaluator_submit_and_collect_give_evaluate_s_answer():
     zeros = np.zeros((4, 1), np.int32)
     inputs = game.leaf_inputs(batch, slots, zeros, np.zeros(4, np.int32))
     a = NetworkEvaluator(net, game.symmetries(), seed=5)
-    b = NetworkEvaluator(net, game.symmetries(), seed=5, half=True)  # bf16 is CUDA's only
+    b = NetworkEvaluator(net, game.symmetries(), seed=5, half=True)  # half is CUDA's (cpu_bf16 is the CPU's)
     first, second = b.submit(game, batch, slots, zeros, zeros[:, 0], inputs), None
     second = b.submit(game, batch, slots, zeros, zeros[:, 0], inputs)
     for handle in (first, second):

@@ -251,8 +251,8 @@ def test_cpu_bf16_trains_under_bfloat16_autocast_and_saves_a_float32_checkpoint(
     losses = {}
     for on in (False, True):
         losses[on], dtypes[:] = [], []
-        summary = train(tiny_params(steps=8, cpu_bf16=on, learning_rate=0.01), init, shards, tmp_path / f"{on}.pt", seed=6,
-                        on_step=lambda step, m, on=on: losses[on].append((m["policy_loss"], m["value_loss"])))
+        summary = train(tiny_params(steps=8, cpu_bf16=on, learning_rate=0.01), init, shards, tmp_path / f"{on}.pt",
+                        seed=6, on_step=lambda step, m, on=on: losses[on].append((m["policy_loss"], m["value_loss"])))
         assert dtypes == [torch.bfloat16 if on else torch.float32] * 8
         assert np.isfinite(losses[on]).all() and summary["steps"] == 8
     assert losses[True] != losses[False]
@@ -262,7 +262,6 @@ def test_cpu_bf16_trains_under_bfloat16_autocast_and_saves_a_float32_checkpoint(
     flat = {name: torch.cat([w[k].flatten().float() for k in off if off[k].is_floating_point()])
             for name, w in (("start", start), ("off", off), ("on", on))}
     moved = (flat["off"] - flat["start"]).norm()
-    print(float(moved), float((flat["on"] - flat["off"]).norm()))
     assert (flat["on"] - flat["off"]).norm() < 0.25 * moved  # the same training, to bfloat16's rounding
 
 

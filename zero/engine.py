@@ -76,8 +76,8 @@ class EngineConfig:
         return cls(game=params.game, search=params.mcts.search(visits or params.gate.visits),
                    symmetries=params.mcts.symmetries, device=params.gate.device,
                    resign_threshold=params.selfplay.resign_threshold, network=params.network,
-                   fast_inference=params.gate.fast_inference, cpu_bf16=params.gate.cpu_bf16, score_utility=params.mcts.score_utility,
-                   score_utility_scale=params.mcts.score_utility_scale)
+                   fast_inference=params.gate.fast_inference, cpu_bf16=params.gate.cpu_bf16,
+                   score_utility=params.mcts.score_utility, score_utility_scale=params.mcts.score_utility_scale)
 
 
 class Engine:
