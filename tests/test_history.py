@@ -98,3 +98,23 @@ def test_the_committed_ratings_are_the_fit_of_the_committed_games():
     compute = shipped["totals"]["compute"].values()
     assert last["core_hours"] == pytest.approx(sum(c["core_hours"] for c in compute), abs=0.005)
     assert last["gpu_hours"] == pytest.approx(sum(c["gpu_hours"] for c in compute), abs=0.005)
+
+
+def test_each_shipped_champions_compute_is_its_lineage_at_the_commit_that_shipped_it():
+    """The core- and GPU-hours the history plots come from models/go-9.json as each `shipped` commit holds it."""
+    import subprocess
+
+    shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=REPO, capture_output=True, text=True)
+    if shallow.returncode != 0 or shallow.stdout.strip() != "false":
+        pytest.skip("needs the repository's full git history")
+    spec = yaml.safe_load((REPO / "docs" / "strength" / "go-9-line" / "history.yaml").read_text())
+    shipped = [c for c in spec["champions"] if "shipped" in c]
+    assert len(shipped) >= 20
+    for champion in shipped:
+        text = subprocess.run(["git", "show", f"{champion['shipped']}:models/go-9.json"], cwd=REPO,
+                              capture_output=True, text=True, check=True).stdout
+        totals = json.loads(text)["totals"]
+        assert totals["generations"] == int(champion["name"].strip("gL")), champion
+        compute = totals["compute"].values()
+        assert champion["core_hours"] == pytest.approx(sum(c["core_hours"] for c in compute), abs=0.005), champion
+        assert champion.get("gpu_hours", 0) == pytest.approx(sum(c["gpu_hours"] for c in compute), abs=0.005)
