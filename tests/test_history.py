@@ -95,9 +95,7 @@ def test_the_committed_ratings_are_the_fit_of_the_committed_games():
     shipped = json.loads((REPO / "models" / "go-9.json").read_text())
     last = fitted["champions"][-1]
     assert last["name"] == shipped["ladder"]["champion"]
-    compute = shipped["totals"]["compute"].values()
-    assert last["core_hours"] == pytest.approx(sum(c["core_hours"] for c in compute), abs=0.005)
-    assert last["gpu_hours"] == pytest.approx(sum(c["gpu_hours"] for c in compute), abs=0.005)
+    assert (last["core_hours"], last["gpu_hours"]) == pytest.approx(_lineage_hours(shipped), abs=0.005)
 
 
 def test_each_shipped_champions_compute_is_its_lineage_at_the_commit_that_shipped_it():
@@ -107,14 +105,18 @@ def test_each_shipped_champions_compute_is_its_lineage_at_the_commit_that_shippe
     shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=REPO, capture_output=True, text=True)
     if shallow.returncode != 0 or shallow.stdout.strip() != "false":
         pytest.skip("needs the repository's full git history")
-    spec = yaml.safe_load((REPO / "docs" / "strength" / "go-9-line" / "history.yaml").read_text())
-    shipped = [c for c in spec["champions"] if "shipped" in c]
+    line = history.load(REPO / "docs" / "strength" / "go-9-line" / "history.yaml")
+    shipped = [c for c in line.champions if c.shipped]
     assert len(shipped) >= 20
     for champion in shipped:
-        text = subprocess.run(["git", "show", f"{champion['shipped']}:models/go-9.json"], cwd=REPO,
+        text = subprocess.run(["git", "show", f"{champion.shipped}:models/go-9.json"], cwd=REPO,
                               capture_output=True, text=True, check=True).stdout
-        totals = json.loads(text)["totals"]
-        assert totals["generations"] == int(champion["name"].strip("gL")), champion
-        compute = totals["compute"].values()
-        assert champion["core_hours"] == pytest.approx(sum(c["core_hours"] for c in compute), abs=0.005), champion
-        assert champion.get("gpu_hours", 0) == pytest.approx(sum(c["gpu_hours"] for c in compute), abs=0.005)
+        lineage = json.loads(text)
+        assert lineage["totals"]["generations"] == int(champion.name.strip("gL")), champion
+        assert (champion.core_hours, champion.gpu_hours) == pytest.approx(_lineage_hours(lineage), abs=0.005), champion
+
+
+def _lineage_hours(lineage: dict) -> tuple[float, float]:
+    """A lineage's (core-hours, GPU-hours), summed over its hardware."""
+    compute = lineage["totals"]["compute"].values()
+    return sum(c["core_hours"] for c in compute), sum(c["gpu_hours"] for c in compute)
