@@ -200,9 +200,9 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
             record["selfplay"]["actors"] = actors
         tracker.log_metrics(run_id, {k: v for k, v in recipe.items() if isinstance(v, (int, float))})
         write_json(gen.record_file, record)
-        log.info("zero-generation: %s g%04d done in %.0fs: gate %s (%s); champion is version %s", tag, g,
+        log.info("zero-generation: %s g%04d done in %.0fs: gate %s (%s%s); champion is version %s", tag, g,
                  record["seconds"], tracking.gate_text(gate), "PASSED" if gate["passed"] else "failed",
-                 promoted["champion_after"]["version"])
+                 f"; refused: {gate['refused']}" if gate.get("refused") else "", promoted["champion_after"]["version"])
     if params.ladder.enabled:
         record = _ladder_step(root, params, gen)
     return record

@@ -457,20 +457,42 @@ def gate_combine(gen: Generation) -> dict:
         passed = status == "pass"
     else:
         passed = gate_passed(total.wins, total.losses, total.draws, g.threshold)
+    refused = refusal(g, total, gen.candidate)
     result = {
         "generation": gen.g,
         "candidate_sha256": file_sha256(gen.candidate),
         "champion_sha256": file_sha256(gen.prev.champion),
         "threshold": params.gate.threshold,
         "passed": passed,
-        "promoted": passed or g.promote == "always",
+        "promoted": (passed or g.promote == "always") and refused is None,
         "promote_rule": g.promote,
+        **({"refused": refused} if refused else {}),
         "seeds": [p["seed"] for p in parts],
         **total.to_dict(),
     }
     write_json(gen.gate_result, result)
     shutil.rmtree(gen.gate_dir / "live", ignore_errors=True)  # running scores (GateTallies), timing-dependent
     return result
+
+
+def refusal(g, total, candidate: Path) -> str | None:
+    """Why the gate section `g`'s guards keep the candidate out whatever the promotion rule, or None.
+
+    `min_value_std`: the spread of the value head's outputs its training measured at the end (the
+    checkpoint's meta; a checkpoint without the figure is not judged on it). `min_score`: the share of
+    the gate's points the candidate took, draws counting half."""
+    from zero.network import load_checkpoint
+
+    if g.min_value_std:
+        spread = load_checkpoint(candidate)[1].get("final", {}).get("value_std")
+        if spread is not None and spread < g.min_value_std:
+            return (f"dead value head: its outputs spread {spread:.4f} at the end of training "
+                    f"(gate.min_value_std {g.min_value_std})")
+    played = total.wins + total.losses + total.draws
+    score = (total.wins + total.draws / 2) / max(played, 1)
+    if g.min_score and score < g.min_score:
+        return f"scored {score:.3f} of the gate's points (gate.min_score {g.min_score})"
+    return None
 
 
 def gate(gen: Generation, workers: int | None = None) -> dict:

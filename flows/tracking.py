@@ -362,6 +362,7 @@ def version_tags(facts: GenerationFacts, run_id: str, candidate_sha: str, lock_s
         f"{TAG}dvc_lock_sha256": lock_sha,
         f"{TAG}gate_passed": str(gate["passed"]).lower(),
         f"{TAG}gate": gate_text(gate),
+        **({f"{TAG}refused": gate["refused"]} if gate.get("refused") else {}),
         **{f"{TAG}gate_{k}": gate[k] for k in ("wins", "losses", "draws", "win_rate", "threshold")},
         **data_tags(data["hashes"]),
         **facts.code_tags(),
@@ -458,14 +459,15 @@ def log_gate(tracker: Tracker, run_id: str, gen, result: dict) -> None:
 
 def register_candidate(tracker: Tracker, gen, run_id: str, facts: GenerationFacts, candidate_sha: str,
                        lock_sha: str, gate: dict, data: dict):
-    """The promotion rule: every candidate becomes a model version; `champion` moves to it only if it passed
-    (or always, under `gate.promote: always`).
+    """The promotion rule: every candidate becomes a model version; `champion` moves to it only if the gate
+    promoted it: it passed (or always, under `gate.promote: always`) and no guard refused it (the version's
+    `refused` tag says why; see flows.stages.refusal).
 
     Finishes the generation's run. Returns (the candidate's version, the champion's version after it).
     """
     tags = version_tags(facts, run_id, candidate_sha, lock_sha, gate, data)
     version = tracker.register(run_id, tags, description=f"{gen.key}: candidate trained on {len(data['hashes'])} generation(s)")
-    if gate["passed"]:
+    if gate.get("promoted", gate["passed"]) and gate["passed"]:
         tracker.promote(version.version, f"generation {gen.g}: passed the gate ({tags[f'{TAG}gate']})")
     elif gate.get("promoted"):
         tracker.promote(version.version, f"generation {gen.g}: promoted without passing (gate.promote: always; "

@@ -133,3 +133,27 @@ def test_loss_curves_and_gate_plots_are_pngs(tmp_path):
     for path in (loss, gate_file):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
     assert not list(tmp_path.glob("*.tmp*"))
+
+
+def test_register_candidate_moves_the_alias_only_to_a_promoted_candidate(tracker, tiny_checkpoint):
+    from types import SimpleNamespace
+
+    from flows.tracking import GenerationFacts, register_candidate
+    from zero.stats import MatchResult
+
+    def gate(wins, losses, passed, promoted, refused=None):
+        return {**MatchResult(wins, losses, 0).to_dict(), "threshold": 0.55, "passed": passed, "promoted": promoted,
+                **({"refused": refused} if refused else {})}
+
+    cases = [gate(15, 5, True, True), gate(8, 12, False, True), gate(3, 17, False, False, "scored 0.150"),
+             gate(16, 4, True, False, "dead value head"), gate(5, 15, False, False)]
+    for g, result in enumerate(cases, start=1):
+        facts = GenerationFacts(g, "h", "flow", {}, {"git_commit": "c", "git_dirty": False})
+        run_id, _ = tracker.generation_run(g, "h", {})
+        tracker.log_network(run_id, tiny_checkpoint)
+        gen = SimpleNamespace(g=g, key=f"gomoku-6x6x4-g{g:04d}")
+        version, champion = register_candidate(tracker, gen, run_id, facts, "sha", "lock", result, {"hashes": {}})
+        tags = tracker.client.get_model_version(tracker.model, version.version).tags
+        assert tags.get("zero.refused") == result.get("refused")
+        assert str(champion.version) == {1: "1", 2: "2"}.get(g, "2")  # 3-5 leave generation 2's version champion
+    assert tracker.champion().tags["zero.promoted"].startswith("generation 2: promoted without passing")

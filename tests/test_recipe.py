@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 from conftest import TINY
 from pipeline_support import smoke_line
 
@@ -13,6 +14,7 @@ from zero.arena import RandomPlayer
 from zero.config import ConfigError, load_params
 from zero.games import make_game
 from zero.match import gate_decided, run_match
+from zero.network import load_checkpoint, save_checkpoint
 from zero.selfplay import (
     calibrate_resign_threshold,
     play_shard,
@@ -84,6 +86,54 @@ def test_gate_combine_refuses_an_undecided_early_stop_and_always_promote_promote
     assert not result["passed"] and result["promoted"] and result["promote_rule"] == "always"
     chosen = stages.champion(g1)
     assert chosen["sha256"] == stages.file_sha256(g1.candidate)  # promoted although it failed
+
+
+def _gate_parts(gen, scores):
+    gen.gate_dir.mkdir(parents=True, exist_ok=True)
+    for j, (w, l) in enumerate(scores):
+        gen.gate_part(j).write_text(json.dumps({"part": j, "seed": j, "wins": w, "losses": l, "draws": 0}))
+
+
+def test_the_gates_guards_keep_a_broken_candidate_out_whatever_the_rule(tmp_path):
+    params, (g0, g1, _) = make_line(tmp_path, ["pipeline.gate_shards=2", "gate.games=40", "gate.promote=always",
+                                               "gate.min_score=0.25", "gate.min_value_std=0.001"])
+    stages.selfplay(g1, workers=1)
+    stages.dataset(g1)
+    stages.train(g1)
+    assert load_checkpoint(g1.candidate)[1]["final"]["value_std"] > 0.001
+    _gate_parts(g1, [(2, 18), (2, 18)])  # 4-36: 0.1 of the points
+    result = stages.gate_combine(g1)
+    assert not result["passed"] and not result["promoted"]
+    assert result["refused"] == "scored 0.100 of the gate's points (gate.min_score 0.25)"
+    assert stages.champion(g1)["sha256"] == stages.file_sha256(g0.champion)  # the champion stays
+    _gate_parts(g1, [(5, 15), (5, 15)])  # 10-30: 0.25, promoted as the rule says
+    result = stages.gate_combine(g1)
+    assert result["promoted"] and "refused" not in result
+
+    # the same generation trained from a champion whose value head is dead (generation 89's): refused even
+    # when it passes the gate
+    net, meta = load_checkpoint(g0.champion)
+    with torch.no_grad():
+        net.value_conv[1].weight.fill_(-0.04)
+        net.value_conv[1].bias.fill_(-50.0)
+    save_checkpoint(net, g0.champion, meta, checksum=True)
+    g1.candidate.unlink()
+    stages.train(g1)
+    assert load_checkpoint(g1.candidate)[1]["final"]["value_std"] == 0.0
+    _gate_parts(g1, [(15, 5), (15, 5)])
+    result = stages.gate_combine(g1)
+    assert result["passed"] and not result["promoted"]
+    assert result["refused"].startswith("dead value head: its outputs spread 0.0000")
+    assert stages.champion(g1)["sha256"] == stages.file_sha256(g0.champion)
+
+
+def test_the_guards_are_off_by_default_and_keep_the_params_hash():
+    plain = load_params(None, TINY)
+    assert (plain.gate.min_score, plain.gate.min_value_std) == (0.0, 0.0)
+    guarded = load_params(None, [*TINY, "gate.min_score=0.25", "gate.min_value_std=0.05"])
+    assert load_params(None, [*TINY, "gate.min_score=0.0"]).digest() == plain.digest() != guarded.digest()
+    with pytest.raises(ConfigError, match="gate.min_score"):
+        load_params(None, [*TINY, "gate.min_score=1.5"])
 
 
 # --- resignation calibrated by the pipeline -----------------------------------------------------------

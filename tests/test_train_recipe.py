@@ -84,7 +84,7 @@ def test_training_lowers_the_aux_losses(tmp_path):
     after = evaluate(load_checkpoint(tmp_path / "out.pt")[0], fixed, everything, 100, torch.device("cpu"), use_aux=True)
     assert after["ownership_loss"] < 0.5 * before["ownership_loss"], (before, after)
     assert after["score_loss"] < 0.5 * before["score_loss"], (before, after)
-    assert set(summary["final"]) == set(METRIC_KEYS) | set(AUX_METRIC_KEYS)
+    assert set(summary["final"]) == set(METRIC_KEYS) | set(AUX_METRIC_KEYS) | {"value_std"}
     for m in seen:
         assert m["loss"] == pytest.approx(m["policy_loss"] + m["value_loss"] + m["l2"]
                                           + 1.5 * m["ownership_loss"] + 0.02 * m["score_loss"])
@@ -213,10 +213,30 @@ def test_held_out_games_are_never_trained_on_and_their_loss_is_reported(tmp_path
     expected_policy = float(-(pi * F.log_softmax(logits, 1)).sum(1).mean())
     expected_value = float(((z - v) ** 2).mean())
     assert summary["holdout"] == {"games": 2, "positions": 60, "policy_loss": pytest.approx(expected_policy, rel=1e-5),
-                                  "value_loss": pytest.approx(expected_value, rel=1e-5)}
+                                  "value_loss": pytest.approx(expected_value, rel=1e-5),
+                                  "value_std": pytest.approx(float(v.double().std(unbiased=False)), rel=1e-4)}
     assert summary["final"]["holdout_policy_loss"] == summary["holdout"]["policy_loss"]
+    assert summary["final"]["value_std"] == summary["holdout"]["value_std"] > 0.001
+    assert load_checkpoint(tmp_path / "h.pt")[1]["final"]["value_std"] == summary["final"]["value_std"]
     assert summary["reuse"]["train_positions"] == 540 and summary["reuse"]["new_positions"] == 240
     assert [s for s, m in sorted(seen.items()) if "holdout_value_loss" in m] == list(range(1, 20, 2))
+
+
+def test_a_dead_value_head_has_no_spread_and_a_live_one_has(tmp_path):
+    # the value head's one-channel convolution behind a ReLU: pushed below zero everywhere, the head says
+    # the same of every position (generation 89 of the 9x9 line); training reports it as value_std 0
+    init = init_net(tmp_path)
+    shards = [write(tmp_path, f"s{i}.npz", recipe_shard(i, aux=False)) for i in range(2)]
+    live = train(tiny_params(steps=2), init, shards, tmp_path / "live.pt", seed=4)["final"]["value_std"]
+    net, meta = load_checkpoint(init)
+    with torch.no_grad():
+        net.value_conv[1].weight.fill_(-0.04)
+        net.value_conv[1].bias.fill_(-50.0)  # as generation 89's, deeper: no position can lift it above zero
+    save_checkpoint(net, tmp_path / "dead-init.pt", meta, checksum=True)
+    final = train(tiny_params(steps=2), tmp_path / "dead-init.pt", shards, tmp_path / "dead.pt", seed=4)["final"]
+    assert live > 0.001
+    assert final["value_std"] == 0.0
+    assert load_checkpoint(tmp_path / "dead.pt")[1]["final"]["value_std"] == 0.0
 
 
 # --- mixed precision -----------------------------------------------------------------------------

@@ -510,6 +510,12 @@ class GateConfig(_ComputeSection):
     # "gate": the candidate replaces the champion only if it passes (the paper); "always": it always
     # does, the match still played and logged (AlphaZero's continuous update).
     promote: Literal["gate", "always"] = Field("gate", json_schema_extra=_SWITCH)
+    # Guards on promotion, each off at 0: a candidate is kept out, whatever the rule, when it scored
+    # less than `min_score` of the gate's points (a broken training under promote: always), or when
+    # its value head's outputs spread less than `min_value_std` at the end of its training (a dead
+    # value head says the same of every position; zero.train.evaluate's value_std).
+    min_score: float = _float(0.0, ge=0, lt=1, switch=True)
+    min_value_std: float = _float(0.0, ge=0, lt=1, switch=True)
     # The match's networks (and an engine's: zero gtp, zero play) through zero.inference, as selfplay's,
     # and in bfloat16 on the CPU (cpu_bf16, as selfplay's).
     fast_inference: bool = _bool(False, switch=True)

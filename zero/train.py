@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,7 @@ from zero.shards import file_sha256, read_shard
 METRIC_KEYS = ("loss", "policy_loss", "value_loss", "l2", "entropy", "lr", "positions_per_s")
 AUX_METRIC_KEYS = ("ownership_loss", "score_loss")  # with network.aux_heads
 HOLDOUT_PREFIX = "holdout_"  # holdout_policy_loss, holdout_value_loss, ...: with train.holdout_share
+VALUE_STD_POSITIONS = 2048  # positions the value head's final spread is measured on without held-out games
 TIMING_KEYS = ("positions_per_s",)  # metrics that measure the machine, not the network
 HOLDOUT_EVALS = 10  # times the held-out loss is measured over a training (the last step always)
 SCORE_HUBER_DELTA = 12.0  # points: the score loss is quadratic within it, linear beyond (as KataGo's)
@@ -305,6 +307,7 @@ def _step_losses(net, x, pi, z, aux, device, amp: bool) -> dict:
         "policy_loss": -(pi * log_p).sum(dim=1).mean(),
         "value_loss": ((z - v) ** 2).mean(),
         "log_p": log_p,
+        "value": v.detach(),
     }
     if aux is not None:
         own_loss, score_loss = aux_losses(out[2].float(), out[3].float(), *aux)
@@ -380,11 +383,14 @@ def evaluate(net, window: Window, index: np.ndarray, batch_size: int, device: to
     """Mean losses of the network (eval mode, no symmetry) on the window's positions `index`, its
     batches in the network's memory `layout`.
 
-    Returns {policy_loss, value_loss} and, with `use_aux`, {ownership_loss, score_loss}
-    (averaged over the positions that carry targets).
+    Returns {policy_loss, value_loss, value_std} and, with `use_aux`, {ownership_loss, score_loss}
+    (averaged over the positions that carry targets). `value_std` is the standard deviation of the
+    value head's outputs over the positions: 0 for a dead value head, which says the same of every
+    position (its one-channel convolution's ReLU never firing).
     """
     identity = np.arange(window.num_actions)
     totals: dict[str, float] = {}
+    v_sum = v_sq = 0.0
     aux_count = 0
     was_training = net.training
     net.eval()
@@ -396,6 +402,8 @@ def evaluate(net, window: Window, index: np.ndarray, batch_size: int, device: to
             aux = _tensors(device, *window.aux_batch(part, inverse)) if use_aux else None
             x, pi_t, z_t = _tensors(device, planes, pi, z)
             losses = _step_losses(net, x.contiguous(memory_format=layout), pi_t, z_t, aux, device, amp)
+            v = losses["value"].double()
+            v_sum, v_sq = v_sum + float(v.sum()), v_sq + float((v * v).sum())
             for k in ("policy_loss", "value_loss"):
                 totals[k] = totals.get(k, 0.0) + float(losses[k]) * len(part)
             if use_aux:
@@ -404,7 +412,9 @@ def evaluate(net, window: Window, index: np.ndarray, batch_size: int, device: to
                 for k in AUX_METRIC_KEYS:
                     totals[k] = totals.get(k, 0.0) + float(losses[k]) * n
     net.train(was_training)
-    result = {k: totals[k] / max(len(index), 1) for k in ("policy_loss", "value_loss")}
+    n = max(len(index), 1)
+    result = {k: totals[k] / n for k in ("policy_loss", "value_loss")}
+    result["value_std"] = math.sqrt(max(v_sq / n - (v_sum / n) ** 2, 0.0))
     if use_aux:
         result.update({k: totals[k] / max(aux_count, 1) for k in AUX_METRIC_KEYS})
     return result
@@ -455,7 +465,8 @@ def train(
     Returns:
         {steps, positions, shards, seconds, final, reuse} and, with
         train.holdout_share, holdout: `final` holds each metric averaged over
-        the last ~10% of steps (and the last held-out losses); `reuse` is
+        the last ~10% of steps (and the last held-out losses) and `value_std`, the
+        spread of the value head's outputs at the end (see `evaluate`); `reuse` is
         `reuse(...)`'s figures; `holdout` has the held-out games, positions
         and losses at the end; `grown_from`, the size the network was grown
         from, when it was.
@@ -547,11 +558,15 @@ def train(
             if on_step is not None:
                 on_step(step, metrics)
 
+    if not holdout:  # the value head's spread at the end, on held-out positions or else on a sample
+        sample = np.random.default_rng(seed).permutation(len(window))[:VALUE_STD_POSITIONS]
+        spread = evaluate(net, window, np.sort(sample), cfg.batch_size, device, False, amp, layout)["value_std"]
     net = net.eval().to(memory_format=torch.contiguous_format)  # the checkpoint's bytes do not depend on it
     tail = history[-max(1, len(history) // 10) :]
     keys = METRIC_KEYS + (AUX_METRIC_KEYS if use_aux else ())
     final = {k: float(np.mean([m[k] for m in tail])) for k in keys}
     final.update({HOLDOUT_PREFIX + k: v for k, v in holdout.items()})
+    final["value_std"] = holdout["value_std"] if holdout else spread
     summary = {
         "steps": steps,
         "positions": len(window),
