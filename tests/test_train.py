@@ -124,6 +124,29 @@ def test_same_seed_same_weights(setup, tmp_path):
     assert same and differ
 
 
+def test_max_grad_norm_bounds_a_step_and_is_the_plain_step_below_its_norm(setup, tmp_path):
+    init, shards = setup
+    before = dict(load_checkpoint(init)[0].named_parameters())
+
+    def one_step(name, **clip):
+        seen = []
+        train(tiny_params(steps=1, momentum=0.0, weight_decay=0.0, **clip), init, shards, tmp_path / name, seed=2,
+              on_step=lambda step, m: seen.append(m))
+        after = dict(load_checkpoint(tmp_path / name)[0].named_parameters())
+        moved = torch.sqrt(sum(((after[k] - before[k]).double() ** 2).sum() for k in before))
+        return float(moved), seen[0]["grad_norm"]
+
+    plain, norm = one_step("plain.pt")
+    assert plain == pytest.approx(0.05 * norm, rel=1e-4)  # one SGD step moves lr x the gradient's norm
+    loose, loose_norm = one_step("loose.pt", max_grad_norm=10 * norm)
+    assert (loose, loose_norm) == (plain, norm)
+    a, b = (load_checkpoint(tmp_path / n)[0].state_dict() for n in ("plain.pt", "loose.pt"))
+    assert all(torch.equal(a[k], b[k]) for k in a)  # a clip above the norm changes nothing
+    clipped, clipped_norm = one_step("clipped.pt", max_grad_norm=norm / 4)
+    assert clipped_norm == norm  # the metric is the norm before clipping
+    assert clipped == pytest.approx(0.05 * norm / 4, rel=1e-4)
+
+
 def test_on_step_gets_every_metric_each_step(setup, tmp_path):
     init, shards = setup
     seen = []

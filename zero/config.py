@@ -476,6 +476,9 @@ class TrainConfig(_ComputeSection):
     mixed_precision: bf16 autocast on CUDA; no effect on the CPU.
     cpu_bf16: bf16 autocast on the CPU (CPUs with bfloat16 instructions: about 1.7 times the positions a
         second for b6c64 9x9 on one core); no effect on CUDA.
+    max_grad_norm: before each step the loss's gradient is scaled down to this norm when above it (0:
+        never). Against the single step that killed generation 89's value head (its one-channel value
+        convolution pushed below zero for every position); every step logs `grad_norm`.
     channels_last: the network and its batches in channels-last layout (oneDNN's NHWC convolutions on
         the CPU: 1.14-1.33 times the positions a second for b6c64 9x9 on one core; cuDNN's on CUDA); the
         same training up to float rounding, so a switch.
@@ -495,6 +498,7 @@ class TrainConfig(_ComputeSection):
     score_weight: float = _float(0.02, ge=0, le=100, switch=True)
     max_samples_per_position: float | None = _float(None, gt=0, le=1_000_000, switch=True)
     holdout_share: float = _float(0.0, ge=0, lt=1, switch=True)
+    max_grad_norm: float = _float(0.0, ge=0, le=1e6, switch=True)
     mixed_precision: bool = _bool(False, switch=True)
     channels_last: bool = _bool(False, switch=True)
     cpu_bf16: bool = _bool(False, switch=True)

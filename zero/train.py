@@ -48,7 +48,7 @@ from zero.games.base import square_symmetries
 from zero.network import grow_network, load_checkpoint, pick_device, save_checkpoint, set_threads
 from zero.shards import file_sha256, read_shard
 
-METRIC_KEYS = ("loss", "policy_loss", "value_loss", "l2", "entropy", "lr", "positions_per_s")
+METRIC_KEYS = ("loss", "policy_loss", "value_loss", "l2", "entropy", "grad_norm", "lr", "positions_per_s")
 AUX_METRIC_KEYS = ("ownership_loss", "score_loss")  # with network.aux_heads
 HOLDOUT_PREFIX = "holdout_"  # holdout_policy_loss, holdout_value_loss, ...: with train.holdout_share
 VALUE_STD_POSITIONS = 2048  # positions the value head's final spread is measured on without held-out games
@@ -451,7 +451,8 @@ def train(
         on_step: called after every step as on_step(step, metrics), step from 0,
             metrics with the keys of METRIC_KEYS (`loss` is the whole objective,
             `l2` its c||theta||^2 part, `entropy` the mean entropy of the
-            network's policy on the batch, in nats); with network.aux_heads also
+            network's policy on the batch, in nats, `grad_norm` the norm of the
+            loss's gradient before train.max_grad_norm clips it); with network.aux_heads also
             AUX_METRIC_KEYS (their weighted sum is part of `loss`); with
             train.holdout_share, at HOLDOUT_EVALS evenly spaced steps (the last
             included), the held-out losses as holdout_<name>.
@@ -528,6 +529,9 @@ def train(
             lr = optimizer.param_groups[0]["lr"]
             optimizer.zero_grad(set_to_none=True)
             objective.backward()  # the L2 term's gradient comes from weight_decay
+            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in net.parameters() if p.grad is not None])
+            if cfg.max_grad_norm:
+                torch.nn.utils.clip_grads_with_norm_(net.parameters(), cfg.max_grad_norm, grad_norm)
             optimizer.step()
             schedule.step()
 
@@ -536,15 +540,16 @@ def train(
                 l2 = c * sum((p.detach() ** 2).sum() for p in net.parameters())
                 entropy = -(log_p.exp() * log_p).sum(dim=1).mean()
                 names = ["policy_loss", "value_loss", *(AUX_METRIC_KEYS if use_aux else ())]
-                values = torch.stack([losses[k].detach() for k in names] + [l2, entropy]).cpu().tolist()
-            found = dict(zip(names, values[:-2]))
-            l2v, ent = values[-2:]
+                values = torch.stack([losses[k].detach() for k in names] + [l2, entropy, grad_norm]).cpu().tolist()
+            found = dict(zip(names, values[:-3]))
+            l2v, ent, gnorm = values[-3:]
             metrics = {
                 "loss": found["policy_loss"] + found["value_loss"] + l2v,
                 "policy_loss": found["policy_loss"],
                 "value_loss": found["value_loss"],
                 "l2": l2v,
                 "entropy": ent,
+                "grad_norm": gnorm,
                 "lr": lr,
                 "positions_per_s": cfg.batch_size / max(time.perf_counter() - t0, 1e-9),
             }
