@@ -222,6 +222,16 @@ def test_held_out_games_are_never_trained_on_and_their_loss_is_reported(tmp_path
     assert [s for s, m in sorted(seen.items()) if "holdout_value_loss" in m] == list(range(1, 20, 2))
 
 
+def test_held_out_aux_losses_are_left_out_when_no_held_out_position_carries_targets(tmp_path):
+    init = init_net(tmp_path, aux_heads=True)
+    window = load_window([write(tmp_path, "s.npz", recipe_shard(0, masked_games=(0, 1)))], 10_000)
+    net, cpu = load_checkpoint(init)[0], torch.device("cpu")
+    unmasked = evaluate(net, window, np.flatnonzero(window.game_index >= 2), 100, cpu, use_aux=True)
+    masked = evaluate(net, window, np.flatnonzero(window.game_index < 2), 100, cpu, use_aux=True)
+    assert set(unmasked) == {"policy_loss", "value_loss", "value_std", *AUX_METRIC_KEYS}
+    assert set(masked) == {"policy_loss", "value_loss", "value_std"}  # not a loss of 0.0
+
+
 def test_a_dead_value_head_has_no_spread_and_a_live_one_has(tmp_path):
     # the value head's one-channel convolution behind a ReLU: pushed below zero everywhere, the head says
     # the same of every position (generation 89 of the 9x9 line); training reports it as value_std 0

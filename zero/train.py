@@ -384,7 +384,8 @@ def evaluate(net, window: Window, index: np.ndarray, batch_size: int, device: to
     batches in the network's memory `layout`.
 
     Returns {policy_loss, value_loss, value_std} and, with `use_aux`, {ownership_loss, score_loss}
-    (averaged over the positions that carry targets). `value_std` is the standard deviation of the
+    averaged over the positions that carry targets (left out when none does: a held-out set of resigned
+    games only). `value_std` is the standard deviation of the
     value head's outputs over the positions: 0 for a dead value head, which says the same of every
     position (its one-channel convolution's ReLU never firing).
     """
@@ -415,8 +416,8 @@ def evaluate(net, window: Window, index: np.ndarray, batch_size: int, device: to
     n = max(len(index), 1)
     result = {k: totals[k] / n for k in ("policy_loss", "value_loss")}
     result["value_std"] = math.sqrt(max(v_sq / n - (v_sum / n) ** 2, 0.0))
-    if use_aux:
-        result.update({k: totals[k] / max(aux_count, 1) for k in AUX_METRIC_KEYS})
+    if use_aux and aux_count:
+        result.update({k: totals[k] / aux_count for k in AUX_METRIC_KEYS})
     return result
 
 
