@@ -488,10 +488,8 @@ def refusal(g, total, candidate: Path) -> str | None:
         if spread is not None and spread < g.min_value_std:
             return (f"dead value head: its outputs spread {spread:.4f} at the end of training "
                     f"(gate.min_value_std {g.min_value_std})")
-    played = total.wins + total.losses + total.draws
-    score = (total.wins + total.draws / 2) / max(played, 1)
-    if g.min_score and score < g.min_score:
-        return f"scored {score:.3f} of the gate's points (gate.min_score {g.min_score})"
+    if g.min_score and total.win_rate < g.min_score:
+        return f"scored {total.win_rate:.3f} of the gate's points (gate.min_score {g.min_score})"
     return None
 
 

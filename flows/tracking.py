@@ -467,11 +467,9 @@ def register_candidate(tracker: Tracker, gen, run_id: str, facts: GenerationFact
     """
     tags = version_tags(facts, run_id, candidate_sha, lock_sha, gate, data)
     version = tracker.register(run_id, tags, description=f"{gen.key}: candidate trained on {len(data['hashes'])} generation(s)")
-    if gate.get("promoted", gate["passed"]) and gate["passed"]:
-        tracker.promote(version.version, f"generation {gen.g}: passed the gate ({tags[f'{TAG}gate']})")
-    elif gate.get("promoted"):
-        tracker.promote(version.version, f"generation {gen.g}: promoted without passing (gate.promote: always; "
-                                         f"{tags[f'{TAG}gate']})")
+    if gate.get("promoted", gate["passed"]):
+        how = "passed the gate (" if gate["passed"] else "promoted without passing (gate.promote: always; "
+        tracker.promote(version.version, f"generation {gen.g}: {how}{tags[f'{TAG}gate']})")
     tracker.set_tags(run_id, {f"{TAG}model_version": version.version, f"{TAG}dvc_lock_sha256": lock_sha})
     tracker.finish(run_id)
     return version, tracker.champion()

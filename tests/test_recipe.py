@@ -5,9 +5,9 @@ import json
 
 import numpy as np
 import pytest
-import torch
 from conftest import TINY
 from pipeline_support import smoke_line
+from test_train_recipe import kill_value_head
 
 from flows import stages
 from zero.arena import RandomPlayer
@@ -70,28 +70,25 @@ def test_a_match_stops_starting_games_once_its_stop_rule_says_so():
     assert len(out.records) == played
 
 
+def _gate_parts(gen, scores):
+    gen.gate_dir.mkdir(parents=True, exist_ok=True)
+    for j, (w, l) in enumerate(scores):
+        gen.gate_part(j).write_text(json.dumps({"part": j, "seed": j, "wins": w, "losses": l, "draws": 0}))
+
+
 def test_gate_combine_refuses_an_undecided_early_stop_and_always_promote_promotes(tmp_path):
     params, (g0, g1, _) = make_line(tmp_path, ["pipeline.gate_shards=2", "gate.games=40", "gate.promote=always"])
     stages.selfplay(g1, workers=1)
     stages.dataset(g1)
     stages.train(g1)
-    g1.gate_dir.mkdir(parents=True, exist_ok=True)
-    for j, (w, l) in enumerate([(5, 6), (4, 5)]):  # 20 of 40 games, 9-11: undecided
-        g1.gate_part(j).write_text(json.dumps({"part": j, "seed": j, "wins": w, "losses": l, "draws": 0}))
+    _gate_parts(g1, [(5, 6), (4, 5)])  # 20 of 40 games, 9-11: undecided
     with pytest.raises(RuntimeError, match="stopped after 20 of 40 games undecided"):
         stages.gate_combine(g1)
-    for j, (w, l) in enumerate([(2, 18), (2, 18)]):  # 4-36 over all 40: failed
-        g1.gate_part(j).write_text(json.dumps({"part": j, "seed": j, "wins": w, "losses": l, "draws": 0}))
+    _gate_parts(g1, [(2, 18), (2, 18)])  # 4-36 over all 40: failed
     result = stages.gate_combine(g1)
     assert not result["passed"] and result["promoted"] and result["promote_rule"] == "always"
     chosen = stages.champion(g1)
     assert chosen["sha256"] == stages.file_sha256(g1.candidate)  # promoted although it failed
-
-
-def _gate_parts(gen, scores):
-    gen.gate_dir.mkdir(parents=True, exist_ok=True)
-    for j, (w, l) in enumerate(scores):
-        gen.gate_part(j).write_text(json.dumps({"part": j, "seed": j, "wins": w, "losses": l, "draws": 0}))
 
 
 def test_the_gates_guards_keep_a_broken_candidate_out_whatever_the_rule(tmp_path):
@@ -113,10 +110,7 @@ def test_the_gates_guards_keep_a_broken_candidate_out_whatever_the_rule(tmp_path
     # the same generation trained from a champion whose value head is dead (generation 89's): refused even
     # when it passes the gate
     net, meta = load_checkpoint(g0.champion)
-    with torch.no_grad():
-        net.value_conv[1].weight.fill_(-0.04)
-        net.value_conv[1].bias.fill_(-50.0)
-    save_checkpoint(net, g0.champion, meta, checksum=True)
+    save_checkpoint(kill_value_head(net), g0.champion, meta, checksum=True)
     g1.candidate.unlink()
     stages.train(g1)
     assert load_checkpoint(g1.candidate)[1]["final"]["value_std"] == 0.0

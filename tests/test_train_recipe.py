@@ -232,6 +232,15 @@ def test_held_out_aux_losses_are_left_out_when_no_held_out_position_carries_targ
     assert set(masked) == {"policy_loss", "value_loss", "value_std"}  # not a loss of 0.0
 
 
+def kill_value_head(net):
+    """`net` with its value head's one-channel batch norm set as generation 89's, deeper (weight -0.04,
+    bias -50): no position lifts it above zero, so the ReLU after it never fires."""
+    with torch.no_grad():
+        net.value_conv[1].weight.fill_(-0.04)
+        net.value_conv[1].bias.fill_(-50.0)
+    return net
+
+
 def test_a_dead_value_head_has_no_spread_and_a_live_one_has(tmp_path):
     # the value head's one-channel convolution behind a ReLU: pushed below zero everywhere, the head says
     # the same of every position (generation 89 of the 9x9 line); training reports it as value_std 0
@@ -239,10 +248,7 @@ def test_a_dead_value_head_has_no_spread_and_a_live_one_has(tmp_path):
     shards = [write(tmp_path, f"s{i}.npz", recipe_shard(i, aux=False)) for i in range(2)]
     live = train(tiny_params(steps=2), init, shards, tmp_path / "live.pt", seed=4)["final"]["value_std"]
     net, meta = load_checkpoint(init)
-    with torch.no_grad():
-        net.value_conv[1].weight.fill_(-0.04)
-        net.value_conv[1].bias.fill_(-50.0)  # as generation 89's, deeper: no position can lift it above zero
-    save_checkpoint(net, tmp_path / "dead-init.pt", meta, checksum=True)
+    save_checkpoint(kill_value_head(net), tmp_path / "dead-init.pt", meta, checksum=True)
     final = train(tiny_params(steps=2), tmp_path / "dead-init.pt", shards, tmp_path / "dead.pt", seed=4)["final"]
     assert live > 0.001
     assert final["value_std"] == 0.0

@@ -564,15 +564,17 @@ def train(
             if on_step is not None:
                 on_step(step, metrics)
 
-    if not holdout:  # the value head's spread at the end, on held-out positions or else on a sample
-        sample = np.random.default_rng(seed).permutation(len(window))[:VALUE_STD_POSITIONS]
-        spread = evaluate(net, window, np.sort(sample), cfg.batch_size, device, False, amp, layout)["value_std"]
+    if holdout:  # the value head's spread at the end: on the held-out positions, or else on a sample
+        spread = holdout["value_std"]
+    else:
+        sample = np.sort(np.random.default_rng(seed).permutation(len(window))[:VALUE_STD_POSITIONS])
+        spread = evaluate(net, window, sample, cfg.batch_size, device, False, amp, layout)["value_std"]
     net = net.eval().to(memory_format=torch.contiguous_format)  # the checkpoint's bytes do not depend on it
     tail = history[-max(1, len(history) // 10) :]
     keys = METRIC_KEYS + (AUX_METRIC_KEYS if use_aux else ())
     final = {k: float(np.mean([m[k] for m in tail])) for k in keys}
     final.update({HOLDOUT_PREFIX + k: v for k, v in holdout.items()})
-    final["value_std"] = holdout["value_std"] if holdout else spread
+    final["value_std"] = spread
     summary = {
         "steps": steps,
         "positions": len(window),
