@@ -27,6 +27,7 @@ import numpy as np
 from zero.config import GameConfig, SearchConfig
 from zero.fileio import atomic_write_text
 from zero.games import Game
+from zero.games.base import central_points
 from zero.mcts import Search, pruned_policy
 from zero.notation import result_text
 from zero.shards import pack_planes
@@ -257,6 +258,9 @@ class ArenaRules:
         from each game's generator; None (matches) draws nothing.
     record: keep each position's planes and search policy (self-play's training targets).
     final_board: keep the board each played-out game ends on (Go's ownership and score targets).
+    random_opening_moves: self-play's random openings: a game starts, with probability
+        random_opening_share drawn from its generator, with this many stones on distinct random central
+        points (zero.games.base.central_points), played before any player chooses (0: none, nothing drawn).
     """
 
     sample_moves: int = 0
@@ -265,6 +269,8 @@ class ArenaRules:
     playout_share: float | None = None
     record: bool = False
     final_board: bool = False
+    random_opening_moves: int = 0
+    random_opening_share: float = 1.0
 
 
 @dataclass
@@ -350,6 +356,11 @@ class _Arena:
             p.reset(slot)
         for act in self.openings[(index // 2) % len(self.openings)] if self.openings else ():
             self.play(slot, int(act))
+        k = self.rules.random_opening_moves
+        if k and rng.random() < self.rules.random_opening_share:
+            points = central_points(self.game.height, self.game.width)
+            for act in rng.choice(points, size=min(k, len(points)), replace=False):
+                self.play(slot, int(act))
 
     def play(self, slot: int, action: int) -> None:
         self.game.play(self.batch, slot, action)

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from zero.fileio import atomic_write_text
+from zero.games.base import central_points
 from zero.ratings import DEFAULT_ANCHOR, Pairing, Rating, fit_ratings
 
 GNUGO_FLAGS = "--mode gtp --chinese-rules --positional-superko --capture-all-dead"
@@ -99,8 +100,7 @@ def openings(size: int, pairs: int, moves: int, seed: int) -> list[list[int]]:
     """
     if moves == 0:
         return [[]]
-    lo, hi = (2, size - 2) if size >= 7 else (1, size - 1)
-    centre = [r * size + c for r in range(lo, hi) for c in range(lo, hi)]
+    centre = central_points(size, size)
     rng = np.random.default_rng(seed)
     out, seen = [], set()
     for _ in range(pairs * 20):

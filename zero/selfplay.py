@@ -39,7 +39,9 @@ def play_games(game: Game, evaluator, selfplay: SelfPlayConfig, search: SearchCo
                            playout_cap=cap, groups=selfplay.search_groups, step_rounds=selfplay.step_rounds)
     rules = ArenaRules(sample_moves=selfplay.temperature_moves, resign_threshold=selfplay.resign_threshold,
                        resign_min_move=selfplay.resign_min_move,
-                       playout_share=selfplay.resign_playout_share, record=True, final_board=final_board)
+                       playout_share=selfplay.resign_playout_share, record=True, final_board=final_board,
+                       random_opening_moves=selfplay.random_opening_moves,
+                       random_opening_share=selfplay.random_opening_share)
     return play_arena(game, player, player, num_games, seed, selfplay.concurrent_games, rules,
                       progress=progress, deadline=deadline).records
 

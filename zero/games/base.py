@@ -164,6 +164,14 @@ class Game(ABC):
         """Go: Tromp-Taylor area score black minus white minus komi. Gomoku: the outcome."""
 
 
+def central_points(height: int, width: int) -> np.ndarray:
+    """The actions of the points at least two lines from every edge (one line on boards under 7): the centre
+    5x5 of 9x9, where the ladder's and self-play's random openings put their stones."""
+    rows = range(2, height - 2) if height >= 7 else range(1, height - 1)
+    cols = range(2, width - 2) if width >= 7 else range(1, width - 1)
+    return np.array([r * width + c for r in rows for c in cols], np.int64)
+
+
 def square_symmetries(height: int, width: int, extra_actions: int = 0) -> np.ndarray:
     """Permutations of the board's points under its symmetries.
 
