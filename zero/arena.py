@@ -333,6 +333,7 @@ class _Arena:
         self.a_color = np.zeros(slots_n, np.int8)  # player a's colour in each slot's game
         self.positions = 0
         self._root_path = np.zeros((slots_n, 1), np.int32)
+        self._central = central_points(game.height, game.width) if rules.random_opening_moves else None
 
     def decided(self) -> bool:
         o = self.out
@@ -358,7 +359,7 @@ class _Arena:
             self.play(slot, int(act))
         k = self.rules.random_opening_moves
         if k and rng.random() < self.rules.random_opening_share:
-            points = central_points(self.game.height, self.game.width)
+            points = self._central
             for act in rng.choice(points, size=min(k, len(points)), replace=False):
                 self.play(slot, int(act))
 
