@@ -103,13 +103,17 @@ def window_facts(gen, window: dict) -> dict:
     """What generation `gen` trains on, once its window is recorded in dvc.lock.
 
     Returns hashes ({generation name: md5 of its games in dvc.lock} for each generation
-    in the window), window_sha256, window_positions, window_shards and dvc_lock_sha256.
+    in the window; `carried`: the md5 of the window generation 0 carried in), window_sha256, window_positions, window_shards and dvc_lock_sha256.
     """
     from flows.layout import Generation
     from zero.shards import file_sha256
 
     hashes = {}
     for g in sorted({s["generation"] for s in window["shards"]}):
+        if g <= 0:  # carried into generation 0 from the workspace that trained its champion (flows.carry)
+            gen0 = Generation(gen.root, gen.tag, 0)
+            hashes["carried"] = out_hashes(gen.root, gen0.stage("init")).get(f"{gen0.rel}/carried", "")
+            continue
         other = Generation(gen.root, gen.tag, g)
         hashes[other.name] = out_hashes(gen.root, other.stage("selfplay")).get(f"{other.rel}/games", "")
     return {

@@ -7,7 +7,10 @@ MLflow run and model version), the totals, and the champion's ladder results
 with their intervals. A campaign resumes from the shipped champion
 (`pipeline.init_from: models/<tag>.pt`): when the workspace's generation 0 is
 the shipped file, the shipped lineage is kept as the earlier runs of this one,
-so the totals count every run since the first random network.
+so the totals count every run since the first random network. Beside them,
+`models/<tag>.window/` holds the last generation's training window, which a
+campaign resumed with `pipeline.init_window` trains on from its first
+generation (flows.carry).
 
     python -m flows.ship --params campaigns/go-9.yaml      (or `make ship LINE=go-9`)
 """
@@ -20,6 +23,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from flows.carry import ship_window, window_dir
 from flows.compute import compute_of
 from flows.layout import LineError, Workspace, ladder_dir, write_json
 from flows.stages import file_sha256
@@ -141,6 +145,11 @@ def ship(root: Path, params, params_file: str, models: Path | None = None) -> di
     tmp = out_pt.with_name(out_pt.name + ".tmp")
     shutil.copyfile(last.champion, tmp)
     tmp.replace(out_pt)
+    carried = ship_window(root, last, window_dir(models, tag), champion_sha, params.train.window_generations)
+    lineage["window"] = {"folder": window_dir(models, tag).name, "generation": last.g,
+                         "shards": len(carried["shards"]), "games": sum(s["games"] for s in carried["shards"]),
+                         "positions": sum(s["positions"] for s in carried["shards"]),
+                         "generations": len({s["age"] for s in carried["shards"]})}
     write_json(out_json, lineage)
     return lineage
 
@@ -218,7 +227,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     t = lineage["totals"]
     print(f"shipped {lineage['line']}: {lineage['file']} (sha256 {lineage['sha256'][:12]}), "
-          f"{t['generations']} generations, {t['games']} games, {t['positions']} positions")
+          f"{t['generations']} generations, {t['games']} games, {t['positions']} positions; its training "
+          f"window ({lineage['window']['generations']} generations, {lineage['window']['positions']} positions) "
+          f"in {lineage['window']['folder']}/")
     return 0
 
 

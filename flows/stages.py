@@ -95,21 +95,30 @@ def file_sha256(path: str | Path) -> str:
 
 
 def init(gen: Generation) -> dict:
-    """Generation 0: a freshly initialised champion and an empty training window."""
+    """Generation 0: a freshly initialised champion (or pipeline.init_from's) and its training window:
+    empty, or with pipeline.init_window the window that champion was trained on (flows.carry)."""
+    from flows.carry import carry_window
     from zero.network import init_checkpoint
 
     if gen.g != 0:
         raise ValueError(f"init makes generation 0, not {gen.name}")
     params = load_gen_params(gen)
-    seed = derive_seed(params.pipeline.seed, 0, "init")
+    p = params.pipeline
+    seed = derive_seed(p.seed, 0, "init")
     if not _checkpoint_ok(gen.champion):
-        if params.pipeline.init_from:
-            _start_from(params, gen.root / params.pipeline.init_from, gen.champion)
+        if p.init_from:
+            _start_from(params, gen.root / p.init_from, gen.champion)
         else:
             first = params.model_copy(update={"network": params.network.for_generation(0)})
             init_checkpoint(first, gen.champion, seed)
-    write_json(gen.window_file, {"generation": 0, "window_generations": 0, "shards": []})
-    return {"seed": seed, "sha256": file_sha256(gen.champion)}
+    start_sha = file_sha256(gen.root / p.init_from) if p.init_from else file_sha256(gen.champion)
+    carried = carry_window(gen, gen.root / p.init_window if p.init_window else None, start_sha)
+    window = {"generation": 0, "window_generations": 0, "shards": carried}
+    if carried:
+        window["window_generations"] = params.train.window_generations
+    write_json(gen.window_file, window)
+    return {"seed": seed, "sha256": file_sha256(gen.champion), "carried_shards": len(carried),
+            "carried_positions": sum(s["positions"] for s in carried)}
 
 
 def _start_from(params, source: Path, out: Path) -> None:

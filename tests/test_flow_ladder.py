@@ -1,8 +1,10 @@
 """zero-ladder and shipping on a real workspace: Prefect's test server, an MLflow database, a DVC repo."""
 
 import json
+import shutil
 
 import pytest
+import yaml
 
 from pipeline_support import SMOKE, isolate_env, make_workspace
 
@@ -96,15 +98,32 @@ def test_shipped_champion_and_a_campaign_that_resumes_from_it(laddered, tmp_path
     assert lineage["champion"]["generation"] == passed[-1] and lineage["champion"]["rating"]["games"] > 0
     assert lineage["ladder"]["matches"] and lineage["code_commit"] and lineage["params_hash"]
 
-    # A new workspace starts from the shipped champion; shipping it again chains the lineage.
+    # Beside it, the window of the last finished generation (flows.carry): its shards, by age.
+    shipped_window = json.loads((root / "models" / f"{TAG}.window" / "window.json").read_text())
+    last_window = json.loads((root / "gens" / TAG / f"g{passed[-1]:04d}" / "window.json").read_text())
+    assert [s["sha256"] for s in shipped_window["shards"]] == [s["sha256"] for s in last_window["shards"]]
+    assert shipped_window["champion_sha256"] == lineage["sha256"]
+    assert lineage["window"]["positions"] == sum(s["positions"] for s in last_window["shards"]) > 0
+
+    # A new workspace starts from the shipped champion and its window; shipping it again chains the lineage.
     other = make_workspace(tmp_path / "ws2")
     isolate_env(monkeypatch, other)
     (other / "models").mkdir()
     for suffix in (".pt", ".json"):
         (other / "models" / f"{TAG}{suffix}").write_bytes((root / "models" / f"{TAG}{suffix}").read_bytes())
-    resume = [f"pipeline.init_from=models/{TAG}.pt", "pipeline.seed=8"]
-    zero_generation(params_file=SMOKE, overrides=resume, workdir=str(other))
+    shutil.copytree(root / "models" / f"{TAG}.window", other / "models" / f"{TAG}.window")
+    resume = [f"pipeline.init_from=models/{TAG}.pt", f"pipeline.init_window=models/{TAG}.window", "pipeline.seed=8"]
+    first = zero_generation(params_file=SMOKE, overrides=resume, workdir=str(other))
     assert file_sha256(other / "gens" / TAG / "g0000" / "champion.pt") == lineage["sha256"]
+    # its first generation trained on the carried window's newest generation beside its own games (window 2),
+    # recorded in dvc.lock as generation 0's carried/ output
+    window = json.loads((other / "gens" / TAG / "g0001" / "window.json").read_text())
+    newest = [s["sha256"] for s in shipped_window["shards"] if s["age"] == 0]
+    assert [s["sha256"] for s in window["shards"] if s["generation"] == 0] == newest and newest
+    assert {s["generation"] for s in window["shards"]} == {0, 1}
+    lock = yaml.safe_load((other / "dvc.lock").read_text())["stages"][f"init@{TAG}"]
+    carried_md5 = next(o["md5"] for o in lock["outs"] if o["path"].endswith("/carried"))
+    assert first["data"]["carried"] == carried_md5
     again = ship(other, load_params(other / SMOKE, resume), SMOKE)
     assert len(again["runs"]) == 2 and again["runs"][1]["start_sha256"] == lineage["sha256"]
     assert again["totals"]["generations"] == len(shipped) + 1

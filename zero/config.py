@@ -548,6 +548,17 @@ class PipelineConfig(_Section):
     # Generation 0 of a new line starts from this checkpoint (relative to the workspace, e.g. a shipped
     # champion models/go-9.pt) instead of a freshly initialised network; null: fresh.
     init_from: str | None = Field(None, strict=True, max_length=1000)
+    # With init_from: the training window that champion was trained on, as flows.ship writes it beside the
+    # shipped checkpoint (models/go-9.window/), carried into generation 0, so a resumed line's first
+    # generations train on the last `train.window_generations` generations' games and not on their own
+    # alone; null: an empty window (a switch).
+    init_window: str | None = Field(None, strict=True, max_length=1000, json_schema_extra=_SWITCH)
+
+    @model_validator(mode="after")
+    def _window_needs_start(self) -> "PipelineConfig":
+        if self.init_window and not self.init_from:
+            raise ValueError("init_window: a carried window needs the champion it trained (set init_from too)")
+        return self
 
 
 class LadderConfig(_Section):
