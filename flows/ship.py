@@ -108,10 +108,15 @@ def ship(root: Path, params, params_file: str, models: Path | None = None) -> di
     if previous and _same_run(previous, start_sha, gens):  # this run shipped again: replace its entry
         earlier = previous.get("runs", [])[:-1]
         earlier_totals = previous.get("earlier_totals", {})
-    elif previous and previous.get("sha256") in (start_sha, _widened_from(ws.generation(tag, 0).champion)):
-        # this run resumed from the shipped champion (as it was, or widened to more input planes)
-        earlier = previous.get("runs", [])
-        earlier_totals = previous.get("totals", {})
+    else:
+        # this run resumed from the shipped champion (as it was, or widened to more input planes): its lineage
+        # is in models/ or beside pipeline.init_from (a campaign's committed state, campaigns/state/<tag>/)
+        starts = (start_sha, _widened_from(ws.generation(tag, 0).champion))
+        beside = root / Path(params.pipeline.init_from).with_suffix(".json") if params.pipeline.init_from else None
+        for source in (previous, json.loads(beside.read_text()) if beside and beside.is_file() else None):
+            if source and source.get("sha256") in starts:
+                earlier, earlier_totals = source.get("runs", []), source.get("totals", {})
+                break
     players = json.loads((ladder_dir(root, tag) / "players.json").read_text()) \
         if (ladder_dir(root, tag) / "players.json").is_file() else {}
     ratings_file = ladder_dir(root, tag) / "ratings.json"

@@ -105,14 +105,15 @@ def test_shipped_champion_and_a_campaign_that_resumes_from_it(laddered, tmp_path
     assert shipped_window["champion_sha256"] == lineage["sha256"]
     assert lineage["window"]["positions"] == sum(s["positions"] for s in last_window["shards"]) > 0
 
-    # A new workspace starts from the shipped champion and its window; shipping it again chains the lineage.
+    # A new workspace starts from the shipped champion and its window, kept elsewhere than its models/ (as a
+    # campaign's committed state is, campaigns/state/); shipping it chains the lineage kept beside them.
     other = make_workspace(tmp_path / "ws2")
     isolate_env(monkeypatch, other)
-    (other / "models").mkdir()
+    (other / "state").mkdir()
     for suffix in (".pt", ".json"):
-        (other / "models" / f"{TAG}{suffix}").write_bytes((root / "models" / f"{TAG}{suffix}").read_bytes())
-    shutil.copytree(root / "models" / f"{TAG}.window", other / "models" / f"{TAG}.window")
-    resume = [f"pipeline.init_from=models/{TAG}.pt", f"pipeline.init_window=models/{TAG}.window", "pipeline.seed=8"]
+        (other / "state" / f"{TAG}{suffix}").write_bytes((root / "models" / f"{TAG}{suffix}").read_bytes())
+    shutil.copytree(root / "models" / f"{TAG}.window", other / "state" / f"{TAG}.window")
+    resume = [f"pipeline.init_from=state/{TAG}.pt", f"pipeline.init_window=state/{TAG}.window", "pipeline.seed=8"]
     first = zero_generation(params_file=SMOKE, overrides=resume, workdir=str(other))
     assert file_sha256(other / "gens" / TAG / "g0000" / "champion.pt") == lineage["sha256"]
     # its first generation trained on the carried window's newest generation beside its own games (window 2),
