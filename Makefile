@@ -4,8 +4,9 @@
 #   make run PARAMS=params-smoke.yaml   the same with the smoke params (a full generation in under a minute)
 #   make test                      install everything into .venv and run the tests
 #
-#   make campaign LINE=go-9        train a shipped line (campaigns/go-9.yaml) generation after generation, shipping
-#                                  each champion that passes to models/go-9.pt + models/go-9.json
+#   make campaign LINE=go-9        train a line (campaigns/go-9.yaml) generation after generation from its state in
+#                                  campaigns/state/, shipping each champion to models/go-9.pt + .json + .window/
+#   make campaign-save WS=DIR      that workspace's newest champion, lineage and window into campaigns/state/
 #   make ladder PARAMS=...         the champion against GNU Go and fixed opponents; Elo of the line
 #   make compare SPEC=...          recipes at equal compute: their lines' networks in one Elo pool
 #   make test-fast                 the tests not marked slow (a few minutes)
@@ -42,10 +43,10 @@ export DVC_NO_ANALYTICS := 1
 export DO_NOT_TRACK := 1
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help install gnugo run up down serve check where repro loop campaign record ship ladder compare mlflow-ui test test-fast clean-runs
+.PHONY: help install gnugo run up down serve check where repro loop campaign campaign-save record ship ladder compare mlflow-ui test test-fast clean-runs
 
 help:
-	@sed -n '3,15p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,16p' Makefile | sed 's/^# \{0,1\}//'
 
 # The venv and the project with its pipeline, ray and test extras (ray: the tests start a real Ray cluster). torch is installed first,
 # pinned to its CPU build (2.13.0+cpu: from a local wheel where pip finds one, otherwise from PyTorch's CPU index; PyPI's Linux
@@ -106,6 +107,12 @@ campaign: install up
 	@$(BIN)/python -m flows.lineage committed
 	@$(BIN)/python -m flows.serve check campaigns/$(LINE).yaml
 	$(BIN)/prefect deployment run zero-loop/local --param params_file=campaigns/$(LINE).yaml --param ship=true
+
+# A campaign's newest state (champion, lineage, training window) from workspace $(WS) into campaigns/state/,
+# where campaigns/$(LINE).yaml resumes from; commit campaigns/state/ after it.
+WS ?= .
+campaign-save: install
+	$(BIN)/python -m flows.ship --root $(WS) --params campaigns/$(LINE).yaml --models campaigns/state
 
 # Generations made elsewhere by flows.standalone (a GPU machine without the servers), copied into gens/:
 # zero-loop over the same params file records each in DVC, MLflow and the registry, playing nothing again.
