@@ -103,7 +103,8 @@ def window_facts(gen, window: dict) -> dict:
     """What generation `gen` trains on, once its window is recorded in dvc.lock.
 
     Returns hashes ({generation name: md5 of its games in dvc.lock} for each generation
-    in the window; `carried`: the md5 of the window generation 0 carried in), window_sha256, window_positions, window_shards and dvc_lock_sha256.
+    in the window; `carried`: the md5 of the window generation 0 carried in), window_sha256,
+    window_positions, window_shards and dvc_lock_sha256.
     """
     from flows.layout import Generation
     from zero.shards import file_sha256

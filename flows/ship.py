@@ -110,7 +110,7 @@ def ship(root: Path, params, params_file: str, models: Path | None = None) -> di
         earlier_totals = previous.get("earlier_totals", {})
     else:
         # this run resumed from the shipped champion (as it was, or widened to more input planes): its lineage
-        # is in models/ or beside pipeline.init_from (a campaign's committed state, campaigns/state/<tag>/)
+        # is in models/ or beside pipeline.init_from (a campaign's committed state, campaigns/state/)
         starts = (start_sha, _widened_from(ws.generation(tag, 0).champion))
         beside = root / Path(params.pipeline.init_from).with_suffix(".json") if params.pipeline.init_from else None
         for source in (previous, json.loads(beside.read_text()) if beside and beside.is_file() else None):
