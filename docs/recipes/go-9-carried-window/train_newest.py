@@ -1,8 +1,13 @@
-"""Generation 3 of the campaign's workspace trained again as a resumed workspace trains it: the same
-champion, params and seed, on the generation's own games instead of its window."""
-import json, sys
+"""A generation of a campaign workspace trained again as a resumed workspace trains it: the same champion,
+params and seed, on the generation's own games instead of its window.
+
+    python docs/recipes/go-9-carried-window/train_newest.py WORKSPACE GENERATION OUT.pt
+"""
+import json
+import sys
 from pathlib import Path
-sys.path.insert(0, "/work/main")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root: flows and zero
 from flows.layout import Workspace, derive_seed
 from flows.stages import load_gen_params, window_paths, file_sha256
 from zero.train import train
