@@ -67,8 +67,8 @@ def ship_window(root: Path, gen: Generation, out: Path, champion_sha256: str, wi
     return manifest
 
 
-def read_window(source: Path, tag: str, champion_sha256: str) -> dict:
-    """The manifest of a carried window, checked: its line, its champion and every shard's bytes."""
+def read_window(source: Path, tag: str, champion_sha256: str | None) -> dict:
+    """The manifest of a carried window, checked: its line, its champion (unless None) and every shard's bytes."""
     path = source / MANIFEST
     if not path.is_file():
         raise LineError(f"pipeline.init_window: {source} has no {MANIFEST} (flows.ship writes the window beside "
@@ -82,7 +82,7 @@ def read_window(source: Path, tag: str, champion_sha256: str) -> dict:
         raise LineError(f"{path}: not a carried window's manifest ({type(e).__name__}: {e})") from None
     if line != tag:
         raise LineError(f"{path}: the window of line {line}, not {tag}")
-    if champion != champion_sha256:
+    if champion_sha256 is not None and champion != champion_sha256:
         raise LineError(f"{path}: the window that trained the champion with sha256 {champion[:12]}, not "
                         f"pipeline.init_from's ({champion_sha256[:12]})")
     for name, age, sha, _, _ in entries:
@@ -103,9 +103,8 @@ def carry_window(gen0: Generation, source: Path | None, champion_sha256: str) ->
     """
     out = gen0.dir / CARRIED
     try:
-        kept = json.loads((out / MANIFEST).read_text())
-        return _entries(gen0, read_window(out, gen0.tag, kept["champion_sha256"]))
-    except (OSError, ValueError, KeyError, TypeError, LineError):
+        return _entries(gen0, read_window(out, gen0.tag, None))
+    except LineError:
         pass
     tmp = out.with_name("." + CARRIED + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)

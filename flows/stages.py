@@ -111,13 +111,14 @@ def init(gen: Generation) -> dict:
         else:
             first = params.model_copy(update={"network": params.network.for_generation(0)})
             init_checkpoint(first, gen.champion, seed)
-    start_sha = file_sha256(gen.root / p.init_from) if p.init_from else file_sha256(gen.champion)
+    champion_sha = file_sha256(gen.champion)
+    start_sha = file_sha256(gen.root / p.init_from) if p.init_from else champion_sha
     carried = carry_window(gen, gen.root / p.init_window if p.init_window else None, start_sha)
     window = {"generation": 0, "window_generations": 0, "shards": carried}
     if carried:
         window["window_generations"] = params.train.window_generations
     write_json(gen.window_file, window)
-    return {"seed": seed, "sha256": file_sha256(gen.champion), "carried_shards": len(carried),
+    return {"seed": seed, "sha256": champion_sha, "carried_shards": len(carried),
             "carried_positions": sum(s["positions"] for s in carried)}
 
 
