@@ -20,11 +20,10 @@ the manifest and the manifest against the champion: a window that trained anothe
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
-from flows.layout import Generation, LineError, write_json
+from flows.layout import Generation, LineError, read_json, write_json
 from zero.shards import file_sha256
 
 MANIFEST = "window.json"
@@ -42,7 +41,7 @@ def ship_window(root: Path, gen: Generation, out: Path, champion_sha256: str, wi
     New shards are copied first, then the manifest replaces the old one in a rename, then files it no
     longer lists are removed: at every moment the manifest lists files that are there, whole.
     """
-    window = json.loads(gen.window_file.read_text())
+    window = read_json(gen.window_file)
     out.mkdir(parents=True, exist_ok=True)
     shards = []
     for s in window["shards"]:
@@ -74,7 +73,7 @@ def read_window(source: Path, tag: str, champion_sha256: str | None) -> dict:
         raise LineError(f"pipeline.init_window: {source} has no {MANIFEST} (flows.ship writes the window beside "
                         f"the champion; unset init_window to start with an empty window)")
     try:
-        manifest = json.loads(path.read_text())
+        manifest = read_json(path)
         shards = manifest["shards"]
         line, champion = manifest["line"], manifest["champion_sha256"]
         entries = [(s["file"], int(s["age"]), s["sha256"], int(s["games"]), int(s["positions"])) for s in shards]

@@ -36,7 +36,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from flows.ladder import line_players
-from flows.layout import LineError, Workspace, write_json
+from flows.layout import LineError, Workspace, read_json, write_json
 
 EXPERIMENT = "zero-recipes"
 
@@ -133,7 +133,7 @@ def line_networks(line: str, spec: LineSpec, tag: str, base: Path) -> dict:
         by_sha.setdefault(start["sha256"], f"{line}-g{offset:04d}")
         for info in sorted(players.values(), key=lambda p: p["generation"]):
             gen = ws.generation(tag, info["generation"])
-            record = json.loads(gen.record_file.read_text())
+            record = read_json(gen.record_file)
             g = offset + info["generation"]
             name = f"{line}-g{g:04d}"
             gate = record["gate"]

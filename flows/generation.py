@@ -13,7 +13,6 @@ played twice. One run at a time may work on a game line; a second is refused.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from flows import lineage, liveness, stages, standalone
 from flows.capacity import require_resources
 from flows.compute import cpu_seconds, earlier_cpu_seconds, fresh_cpu_seconds, machine_compute
 from flows.ladder import run_ladder
-from flows.layout import Generation, LineError, Workspace, write_json
+from flows.layout import Generation, LineError, Workspace, read_json, write_json
 from flows.request import GenerationRequest
 from flows.ship import ship as ship_line
 from zero.ladder import LadderError
@@ -171,7 +170,7 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         gen = ws.generation(tag, g)
         if gen.finished():  # a finished generation is never redone (it could move the alias back)
             log.info("zero-generation: %s generation %d has finished already; nothing to do", tag, g)
-            return json.loads(gen.record_file.read_text())
+            return read_json(gen.record_file)
         params, recipe = stages.generation_params(gen, params)  # visits schedule, calibrated resignation
         log.info("zero-generation: %s generation %d in %s (params hash %s; self-play %d visits, resign below %.2f)",
                  tag, g, root, params.digest()[:12], recipe["selfplay_visits"], recipe["resign_threshold"])
@@ -234,10 +233,10 @@ def _ladder_step(root: Path, params, gen: Generation) -> dict:
         run_ladder(root, params, gen.g)
     except (LadderError, LineError) as e:
         get_run_logger().error("ladder after generation %d not run: %s", gen.g, e)
-        record = json.loads(gen.record_file.read_text())  # the outcome stays in the generation's record
+        record = read_json(gen.record_file)  # the outcome stays in the generation's record
         record["ladder"] = {"error": f"{type(e).__name__}: {e}"}
         write_json(gen.record_file, record)
-    return json.loads(gen.record_file.read_text())
+    return read_json(gen.record_file)
 
 
 def resolve_champion(tracker, gen: Generation, params, facts) -> dict:
@@ -354,7 +353,7 @@ def run_gate(tracker, gen: Generation, params, champ: dict, run_id: str, candida
 
     def ok(j, r):
         part = {k: v for k, v in r.items() if k not in ("reused", "cpu_s", "earlier_cpu_s")}
-        return gen.gate_part(j).is_file() and json.loads(gen.gate_part(j).read_text()) == part
+        return gen.gate_part(j).is_file() and read_json(gen.gate_part(j)) == part
 
     parts = _fan_out(gate_part_task, lambda j: (root, gen.rel, j, digest, candidate_sha, champ["sha256"]),
              params.pipeline.gate_shards, params.pipeline.num_gpus, ok)

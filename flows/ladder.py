@@ -27,7 +27,7 @@ from prefect.context import get_run_context
 
 from flows import liveness
 from flows.compute import compute_of
-from flows.layout import LineError, Workspace, derive_seed, ladder_dir, write_json
+from flows.layout import LineError, Workspace, derive_seed, ladder_dir, read_json, write_json
 from flows.progress import StepProgress
 from flows.request import GenerationRequest
 from flows.stages import file_sha256, share_cores
@@ -51,7 +51,7 @@ def line_players(ws: Workspace, tag: str) -> dict:
         gen = ws.generation(tag, g)
         if g == 0 or not gen.finished():
             continue
-        record = json.loads(gen.record_file.read_text())
+        record = read_json(gen.record_file)
         c = compute_of(record)
         core_h, gpu_h = core_h + c["core_hours"], gpu_h + c.get("gpu_hours", 0.0)
         gate = record["gate"]
@@ -80,7 +80,7 @@ def sync(ws: Workspace, tag: str) -> tuple[Path, dict]:
         if g == 0:
             continue
         gen = ws.generation(tag, g)
-        gate = json.loads(gen.gate_result.read_text())
+        gate = read_json(gen.gate_result)
         write_pairing(lad, {"a": name, "b": name_of(players, gate["champion_sha256"]), "label": "gate",
                             "wins": gate["wins"], "losses": gate["losses"], "draws": gate["draws"],
                             "games": gate["games"], "win_rate": gate["win_rate"], "elo": gate["elo"],
@@ -159,7 +159,7 @@ def run_ladder(root: Path, params, generation: int | None = None) -> dict:
     fitted = fit_dir(lad, parse_anchor(lad_cfg.anchor), fallback_anchor="g0000")
     png = plot_dir(lad, fitted, title=f"zero {tag}: {fitted['games']} games, {len(players)} networks")
     rating = fitted["ratings"].get(champ)
-    mine = [json.loads(p.read_text()) for p in sorted((lad / "pairings").glob(f"{champ}--*--ladder.json"))]
+    mine = [read_json(p) for p in sorted((lad / "pairings").glob(f"{champ}--*--ladder.json"))]
     summary = {
         "generation": g, "champion": champ, "rating": rating, "anchor": fitted["anchor"],
         "matches": [{k: r[k] for k in ("b", "wins", "losses", "draws", "games", "win_rate", "elo", "elo_low",
@@ -167,7 +167,7 @@ def run_ladder(root: Path, params, generation: int | None = None) -> dict:
         "played_now": len(results),
     }
     if g > 0:
-        record = json.loads(gen.record_file.read_text())
+        record = read_json(gen.record_file)
         record["ladder"] = summary
         write_json(gen.record_file, record)
         _log_mlflow(root, tag, record.get("mlflow_run_id"), summary, lad, png)

@@ -97,6 +97,15 @@ def split_counts(total: int, parts: int, unit: int = 1) -> list[int]:
     return counts
 
 
+def read_json(path: Path) -> dict:
+    """A JSON file the pipeline or flows.ship wrote; LineError naming the file where it is torn or not JSON."""
+    text = Path(path).read_text()
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise LineError(f"{path}: torn or not JSON ({e})") from None
+
+
 def write_json(path: Path, data: dict) -> None:
     """Deterministic JSON (sorted keys, fixed indent), written atomically."""
     atomic_write_text(path, json.dumps(data, sort_keys=True, indent=1) + "\n")

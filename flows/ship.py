@@ -25,7 +25,7 @@ from pathlib import Path
 
 from flows.carry import ship_window, window_dir
 from flows.compute import compute_of
-from flows.layout import LineError, Workspace, ladder_dir, write_json
+from flows.layout import LineError, Workspace, ladder_dir, read_json, write_json
 from flows.stages import file_sha256
 
 
@@ -35,7 +35,7 @@ def _run_summary(ws: Workspace, tag: str) -> tuple[list[dict], dict]:
         gen = ws.generation(tag, g)
         if g == 0 or not gen.finished():
             continue
-        r = json.loads(gen.record_file.read_text())
+        r = read_json(gen.record_file)
         gate = r["gate"]
         gens.append({
             "generation": g, "passed": gate["passed"], "promoted": gate.get("promoted", gate["passed"]),
@@ -101,7 +101,7 @@ def ship(root: Path, params, params_file: str, models: Path | None = None) -> di
     out_pt, out_json = models / f"{tag}.pt", models / f"{tag}.json"
     champion_sha = file_sha256(last.champion)
     start_sha = file_sha256(ws.generation(tag, 0).champion)
-    previous = json.loads(out_json.read_text()) if out_json.is_file() else None
+    previous = read_json(out_json) if out_json.is_file() else None
     gens, totals = _run_summary(ws, tag)
     earlier: list[dict] = []
     earlier_totals: dict = {}
@@ -113,14 +113,14 @@ def ship(root: Path, params, params_file: str, models: Path | None = None) -> di
         # is in models/ or beside pipeline.init_from (a campaign's committed state, campaigns/state/)
         starts = (start_sha, _widened_from(ws.generation(tag, 0).champion))
         beside = root / Path(params.pipeline.init_from).with_suffix(".json") if params.pipeline.init_from else None
-        for source in (previous, json.loads(beside.read_text()) if beside and beside.is_file() else None):
+        for source in (previous, read_json(beside) if beside and beside.is_file() else None):
             if source and source.get("sha256") in starts:
                 earlier, earlier_totals = source.get("runs", []), source.get("totals", {})
                 break
-    players = json.loads((ladder_dir(root, tag) / "players.json").read_text()) \
+    players = read_json(ladder_dir(root, tag) / "players.json") \
         if (ladder_dir(root, tag) / "players.json").is_file() else {}
     ratings_file = ladder_dir(root, tag) / "ratings.json"
-    ratings = json.loads(ratings_file.read_text()) if ratings_file.is_file() else {}
+    ratings = read_json(ratings_file) if ratings_file.is_file() else {}
     champ_name = next((n for n, p in players.items() if p["sha256"] == champion_sha), None)
     ladder = next((x["ladder"] for x in reversed(gens) if x["ladder"] and x["ladder"]["champion"] == champ_name),
                   None)
@@ -168,7 +168,7 @@ def attach_ladder(lineage_file: Path, ladder: Path, player: str | None = None) -
     """
     from zero.ladder import LadderError, fit_dir, read_pairings
 
-    lineage = json.loads(lineage_file.read_text())
+    lineage = read_json(lineage_file)
     try:
         records = read_pairings(ladder)
     except LadderError as e:

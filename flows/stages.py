@@ -29,7 +29,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from flows.compute import stage_cpu_seconds
-from flows.layout import Generation, derive_seed, split_counts, write_json
+from flows.layout import Generation, derive_seed, read_json, split_counts, write_json
 from flows.progress import StepProgress
 
 
@@ -303,7 +303,7 @@ def dataset(gen: Generation) -> dict:
     """
     params = load_gen_params(gen)
     w = params.train.window_generations
-    prev = json.loads(gen.prev.window_file.read_text())
+    prev = read_json(gen.prev.window_file)
     shards = [s for s in prev["shards"] if s["generation"] > gen.g - w]
     k_all = params.pipeline.selfplay_shards
     for k in range(k_all):
@@ -325,7 +325,7 @@ def dataset(gen: Generation) -> dict:
 
 def window_paths(gen: Generation) -> list[Path]:
     """The window's shard paths, oldest first, each checked against its recorded sha256."""
-    window = json.loads(gen.window_file.read_text())
+    window = read_json(gen.window_file)
     paths = []
     for s in window["shards"]:
         path = gen.root / s["path"]
@@ -377,7 +377,7 @@ TRAINED_FILE = "train.json"
 def trained_elsewhere(gen: Generation) -> dict | None:
     """{"summary": ..., "steps": [[i, metrics], ...]} kept by flows.standalone beside a candidate it trained."""
     path = gen.dir / TRAINED_FILE
-    return json.loads(path.read_text()) if path.is_file() else None
+    return read_json(path) if path.is_file() else None
 
 
 # --- gate ---------------------------------------------------------------------------------------
@@ -455,7 +455,7 @@ def gate_combine(gen: Generation) -> dict:
     from zero.stats import MatchResult, combine, gate_passed, gate_status
 
     params = load_gen_params(gen)
-    parts = [json.loads(gen.gate_part(j).read_text()) for j in range(params.pipeline.gate_shards)]
+    parts = [read_json(gen.gate_part(j)) for j in range(params.pipeline.gate_shards)]
     total = combine(MatchResult.from_dict(p) for p in parts)
     g = params.gate
     played = total.wins + total.losses + total.draws
@@ -515,7 +515,7 @@ def gate(gen: Generation, workers: int | None = None) -> dict:
 
 def champion(gen: Generation) -> dict:
     """The champion after generation g: the candidate if it passed the gate, else the previous one."""
-    result = json.loads(gen.gate_result.read_text())
+    result = read_json(gen.gate_result)
     promoted = result.get("promoted", result["passed"])
     winner = gen.candidate if promoted else gen.prev.champion
     if file_sha256(winner) != (result["candidate_sha256"] if promoted else result["champion_sha256"]):

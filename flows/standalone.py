@@ -19,7 +19,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import sys
 import time
@@ -27,7 +26,7 @@ from pathlib import Path
 
 from flows import stages
 from flows.compute import compute_record, cpu_seconds, used_gpus
-from flows.layout import Generation, LineError, Workspace, write_json
+from flows.layout import Generation, LineError, Workspace, read_json, write_json
 
 MARK = "standalone.json"
 
@@ -35,7 +34,7 @@ MARK = "standalone.json"
 def made_here(gen: Generation) -> dict | None:
     """The standalone record of a generation, or None if the flow made it (or nothing did)."""
     path = gen.dir / MARK
-    return json.loads(path.read_text()) if path.is_file() else None
+    return read_json(path) if path.is_file() else None
 
 
 def _complete(gen: Generation) -> bool:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from flows.layout import LineBusy, Workspace, derive_seed, split_counts
+from flows.layout import LineBusy, LineError, Workspace, derive_seed, read_json, split_counts, write_json
 
 
 def test_seeds_are_deterministic_distinct_and_31_bit():
@@ -81,3 +81,16 @@ def test_lock_of_a_killed_holder_is_released(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_torn_json_record_is_refused_with_its_path(tmp_path):
+    path = tmp_path / "gens" / "generation.json"
+    path.parent.mkdir()
+    write_json(path, {"gate": {"wins": 11}, "train": {"steps": 1000}})
+    assert read_json(path) == {"gate": {"wins": 11}, "train": {"steps": 1000}}
+    path.write_text(path.read_text()[:17])  # what a copy cut short leaves
+    with pytest.raises(LineError, match=rf"{path}: torn or not JSON \(Unterminated string.*line 3"):
+        read_json(path)
+    path.write_text("")
+    with pytest.raises(LineError, match="torn or not JSON"):
+        read_json(path)

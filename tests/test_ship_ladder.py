@@ -49,6 +49,17 @@ def test_a_pairing_without_hashes_needs_the_player_named(shipped, tmp_path, caps
     assert "predates" in lineage["ladder"]["matched_by"] and lineage["ladder"]["matches"][0]["losses"] == 20
 
 
+def test_a_torn_lineage_is_named_and_left_as_it_was(shipped, tmp_path):
+    models, sha = shipped
+    lad = tmp_path / "lad"
+    write_pairing(lad, {"a": "g11", "b": "gnugo-l1", "a_sha256": sha, "wins": 3, "losses": 17, "draws": 0})
+    torn = (models / "go-9.json").read_bytes()[:40]
+    (models / "go-9.json").write_bytes(torn)
+    with pytest.raises(LineError, match=r"go-9\.json: torn or not JSON"):
+        attach_ladder(models / "go-9.json", lad)
+    assert (models / "go-9.json").read_bytes() == torn
+
+
 def test_the_command_records_the_shipped_champions_committed_ladder(tmp_path, capsys):
     """The shipped 9x9 champion's own results (docs/strength/go-9-g71-ladder) go into a copy of its lineage,
     found by the network's hash; generation 61's (docs/strength/go-9-g61-ladder) are another network's."""
