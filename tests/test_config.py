@@ -68,7 +68,7 @@ def test_switches_that_are_off_keep_the_params_hash():
     assert load_params(None).digest() == DEFAULTS_DIGEST
     explicit = ["selfplay.cpu_bf16=false", "gate.cpu_bf16=false", "network.global_pooling=false", "network.aux_heads=false", "train.holdout_share=0",
                 "train.mixed_precision=false", "train.channels_last=false", "train.cpu_bf16=false", "train.max_samples_per_position=null", "train.ownership_weight=1.5",
-                "pipeline.selfplay_actors=0"]
+                "pipeline.selfplay_actors=0", "ladder.every=1"]
     assert load_params(None, explicit).digest() == DEFAULTS_DIGEST
 
 
@@ -76,6 +76,7 @@ def test_switches_that_are_off_keep_the_params_hash():
     "network.global_pooling=true", "network.global_pooling_every=2", "network.aux_heads=true",
     "train.score_weight=0.1", "train.max_samples_per_position=4", "train.holdout_share=0.05",
     "train.mixed_precision=true", "train.channels_last=true", "train.cpu_bf16=true", "pipeline.selfplay_actors=2",
+    "ladder.every=3",
     ["selfplay.fast_inference=true", "selfplay.cpu_bf16=true"], ["gate.fast_inference=true", "gate.cpu_bf16=true"],
 ])
 def test_each_switch_enters_the_params_hash(override):
@@ -92,6 +93,7 @@ def test_each_switch_enters_the_params_hash(override):
     ("network.global_pooling_every=0", "network.global_pooling_every"),
     ("selfplay.cpu_bf16=true", "cpu_bf16 needs fast_inference"),
     ("gate.cpu_bf16=true", "cpu_bf16 needs fast_inference"),
+    ("ladder.every=0", "ladder.every"),
 ])
 def test_bad_switch_values_name_the_field(override, field):
     with pytest.raises(ConfigError, match=field):

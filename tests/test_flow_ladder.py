@@ -149,3 +149,21 @@ def test_a_ladder_that_cannot_run_leaves_its_error_in_the_generation_record(harn
     assert "GNU Go levels are 0 to 10" in record["ladder"]["error"]
     on_disk = json.loads((root / "gens" / TAG / "g0001" / "generation.json").read_text())
     assert on_disk["ladder"] == record["ladder"]
+
+
+@pytest.mark.slow
+def test_a_ladder_every_second_generation_skips_the_first(harness, tmp_path, monkeypatch):
+    root = make_workspace(tmp_path / "ws")
+    isolate_env(monkeypatch, root)
+    from flows.generation import zero_loop
+
+    every = ["ladder.enabled=true", "ladder.every=2", 'ladder.opponents=["random"]', "ladder.games=2",
+             "ladder.visits=8", "ladder.calibration_games=0", "ladder.anchor=random=0"]
+    first, second = zero_loop(params_file=SMOKE, overrides=every, generations=2, workdir=str(root))
+    assert "ladder" not in first
+    champion = second["ladder"]["champion"]  # the champion after generation 2, whoever won its gate
+    assert champion in ("g0001", "g0002") and second["ladder"]["matches"][0]["games"] == 2
+    pairings = sorted(p.name for p in (root / "gens" / TAG / "ladder" / "pairings").glob("*--ladder.json"))
+    assert pairings == [f"{champion}--random--ladder.json"]
+    on_disk = json.loads((root / "gens" / TAG / "g0001" / "generation.json").read_text())
+    assert "ladder" not in on_disk

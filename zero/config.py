@@ -568,9 +568,14 @@ class LadderConfig(_Section):
     `gen:<g>` (the network generation g of the same line made) or a checkpoint.
     Calibration plays each consecutive pair of the fixed opponents once per
     workspace, so the anchor reaches every opponent.
+
+    `every` (a switch): zero-generation ladders the champion only after generations whose number it divides
+    (3: after generations 3, 6, 9 ...; `zero-ladder` run by hand ladders any). The fit still places every
+    generation through its gate.
     """
 
     enabled: bool = _bool(False)
+    every: int = _int(1, ge=1, le=10_000, switch=True)
     opponents: list[str] = Field(default_factory=lambda: ["mcts:1000", "gnugo:1", "gnugo:5", "gnugo:10", "gen:0"],
                                  max_length=32)
     games: int = _int(20, ge=2, le=10_000)         # per opponent; whole colour-swapped pairs
