@@ -202,10 +202,11 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         log.info("zero-generation: %s g%04d done in %.0fs: gate %s (%s%s); champion is version %s", tag, g,
                  record["seconds"], tracking.gate_text(gate), "PASSED" if gate["passed"] else "failed",
                  f"; refused: {gate['refused']}" if gate.get("refused") else "", promoted["champion_after"]["version"])
-    if params.ladder.enabled and g % params.ladder.every == 0:
-        record = _ladder_step(root, params, gen)
-    elif params.ladder.enabled:
-        log.info("ladder: not after generation %d (ladder.every %d)", g, params.ladder.every)
+    if params.ladder.enabled:
+        if g % params.ladder.every == 0:
+            record = _ladder_step(root, params, gen)
+        else:
+            log.info("ladder: not after generation %d (ladder.every %d)", g, params.ladder.every)
     return record
 
 

@@ -117,9 +117,8 @@ def ship(root: Path, params, params_file: str, models: Path | None = None) -> di
             if source and source.get("sha256") in starts:
                 earlier, earlier_totals = source.get("runs", []), source.get("totals", {})
                 break
-    players = read_json(ladder_dir(root, tag) / "players.json") \
-        if (ladder_dir(root, tag) / "players.json").is_file() else {}
-    ratings_file = ladder_dir(root, tag) / "ratings.json"
+    players_file, ratings_file = ladder_dir(root, tag) / "players.json", ladder_dir(root, tag) / "ratings.json"
+    players = read_json(players_file) if players_file.is_file() else {}
     ratings = read_json(ratings_file) if ratings_file.is_file() else {}
     champ_name = next((n for n, p in players.items() if p["sha256"] == champion_sha), None)
     ladder = next((x["ladder"] for x in reversed(gens) if x["ladder"] and x["ladder"]["champion"] == champ_name),

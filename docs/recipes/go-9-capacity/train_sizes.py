@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root
 from zero.config import load_params
 from zero.games import make_game
-from zero.network import ZeroNet, net_config_for, save_checkpoint
-from zero.train import train
+from zero.network import ZeroNet, load_checkpoint, net_config_for, save_checkpoint
+from zero.train import evaluate, holdout_positions, load_window, train
 
 REPO = Path(__file__).resolve().parents[3]
 WINDOW = REPO / "campaigns/state/go-9.window"
@@ -24,7 +25,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("out", type=Path)
 parser.add_argument("steps", type=int)
 parser.add_argument("sizes", nargs="*")
-parser.add_argument("--reference", type=Path, help="a trained network scored on the same held-out games (0 steps)")
+parser.add_argument("--reference", type=Path, help="a trained network scored as it is on the same held-out games")
 args = parser.parse_args()
 args.out.mkdir(parents=True, exist_ok=True)
 manifest = json.loads((WINDOW / "window.json").read_text())
@@ -37,11 +38,6 @@ s1, s2 = int(args.steps * 0.6), int(args.steps * 0.9)
 HOLDOUT = "train.holdout_share=0.25"  # a quarter of the newest generation's games: about 2,200 positions
 common = [HOLDOUT, f"train.steps={args.steps}", f"train.lr_milestones=[{s1}, {s2}]", "train.max_samples_per_position=null"]
 if args.reference:  # scored as it is, in eval mode, on the held-out games the trainings below leave out
-    import torch
-
-    from zero.network import load_checkpoint
-    from zero.train import evaluate, holdout_positions, load_window
-
     params = load_params(REPO / "campaigns/go-9.yaml", [HOLDOUT])
     net = load_checkpoint(args.reference, torch.device("cpu"))[0]
     c = net.config
@@ -54,17 +50,18 @@ if args.reference:  # scored as it is, in eval mode, on the held-out games the t
           + ", ".join(f"{k} {v:.4f}" for k, v in sorted(scored.items())), flush=True)
 for size in args.sizes:
     params = load_params(REPO / "campaigns/go-9.yaml", common + [f"network.size={size}"])
-    import torch
-
     torch.manual_seed(1)
     init = args.out / f"init-{size}.pt"
     save_checkpoint(ZeroNet(net_config_for(params, make_game(params.game))), init, {"generation": 0})
     curve = []
+
+    def held_out(step, metrics):
+        scored = {k: v for k, v in metrics.items() if k.startswith("holdout_")}
+        if scored:  # the steps at which train() scored the held-out games
+            curve.append({"step": step, **scored})
+
     out = args.out / f"{size}.pt"
-    summary = train(params, init, paths, out, seed=7, newest_shards=newest,
-                    on_step=lambda step, m: curve.append({"step": step, **{k: v for k, v in m.items()
-                                                                          if k.startswith("holdout_")}})
-                    if any(k.startswith("holdout_") for k in m) else None)
+    summary = train(params, init, paths, out, seed=7, newest_shards=newest, on_step=held_out)
     record = {"size": size, "init": str(init), "steps": summary["steps"], "seconds": summary["seconds"],
               "holdout": summary.get("holdout"), "final": summary.get("final"), "curve": curve}
     (args.out / f"{size}.json").write_text(json.dumps(record, indent=1, default=str) + "\n")
