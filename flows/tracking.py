@@ -436,6 +436,8 @@ def log_candidate(tracker: Tracker, run_id: str, gen, summary: dict) -> None:
     tracker.log_metrics(run_id, {f"final_{k}": v for k, v in final.items()})
     if summary.get("seconds"):
         tracker.log_metrics(run_id, {"train_seconds": summary["seconds"]})
+    if summary.get("resumed_at_step"):  # a training stopped on the way went on from its kept state
+        tracker.log_metrics(run_id, {"train_resumed_at_step": summary["resumed_at_step"]})
     reuse = summary.get("reuse") or {}  # how often each position is drawn, this training and over its life
     tracker.log_metrics(run_id, {f"reuse_{k}": v for k, v in reuse.items() if isinstance(v, (int, float))})
     tracker.set_tags(run_id, {f"{TAG}candidate_sha256": summary["sha256"]})
@@ -484,7 +486,8 @@ def generation_record(facts: GenerationFacts, tag: str, champ: dict, selfplay: l
         "flow_run_id": facts.flow_run_id, "champion_before": champ, "seeds": facts.seeds,
         "selfplay": {**{k: sum(s[k] for s in selfplay) for k in ("games", "positions", "resigned")},
                      "shards_reused": sum(s["reused"] for s in selfplay)},
-        "train": {k: train.get(k) for k in ("steps", "positions", "seed", "sha256", "final", "reuse", "holdout")},
+        "train": {**{k: train.get(k) for k in ("steps", "positions", "seed", "sha256", "final", "reuse", "holdout")},
+                  **{k: train[k] for k in ("resumed_at_step",) if k in train}},
         "gate": gate, "data": data["hashes"], "mlflow_run_id": run_id, "model_version": version,
         "champion_after": champion_after, "dvc_lock_sha256": lock_sha, **facts.code,
         "seconds": round(seconds, 1),

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -11,7 +17,7 @@ from zero.config import params_from_dict
 from zero.games.base import square_symmetries
 from zero.network import NetConfig, ZeroNet, load_checkpoint, save_checkpoint
 from zero.shards import SHARD_FORMAT, Shard, file_sha256, pack_planes, write_shard
-from zero.train import METRIC_KEYS, WindowError, apply_symmetry, load_window, train
+from zero.train import METRIC_KEYS, RESUME_SUFFIX, WindowError, apply_symmetry, load_window, train
 
 C, H, W = 4, 6, 6
 A = H * W
@@ -159,6 +165,97 @@ def test_on_step_gets_every_metric_each_step(setup, tmp_path):
         assert m["loss"] == pytest.approx(m["policy_loss"] + m["value_loss"] + m["l2"])
         assert 0 <= m["entropy"] <= np.log(A) + 1e-5
     assert [m["lr"] for _, m in seen] == pytest.approx([0.05, 0.05, 0.05, 0.005, 0.005])
+
+
+class Stop(Exception):
+    """A training killed after a given step."""
+
+
+def stopped_at(step: int):
+    def on_step(i, metrics):
+        if i == step:
+            raise Stop
+    return on_step
+
+
+RESUMED = dict(steps=40, lr_milestones=[20, 30], holdout_share=0.2, max_grad_norm=5.0)
+
+
+def test_a_stopped_training_goes_on_to_the_same_bytes(setup, tmp_path):
+    init, shards = setup
+    whole = tmp_path / "whole.pt"
+    seen_whole = []
+    train(tiny_params(**RESUMED), init, shards, whole, seed=7, on_step=lambda i, m: seen_whole.append((i, m)))
+    out = tmp_path / "out.pt"
+    with pytest.raises(Stop):  # killed during step 25: the state after step 24 was kept
+        train(tiny_params(**RESUMED), init, shards, out, seed=7, on_step=stopped_at(25), resume_every_s=0)
+    state = tmp_path / ("out.pt" + RESUME_SUFFIX)
+    assert state.is_file() and not out.exists()
+    seen = []
+    summary = train(tiny_params(**RESUMED), init, shards, out, seed=7, on_step=lambda i, m: seen.append((i, m)))
+    assert summary["resumed_at_step"] == 25
+    assert [i for i, _ in seen] == list(range(25, 40))  # past both learning-rate milestones' first
+    assert [m["lr"] for _, m in seen] == [m["lr"] for i, m in seen_whole[25:]]
+    assert out.read_bytes() == whole.read_bytes()  # weights, and the meta's final (and held-out) losses
+    assert not state.exists()
+
+
+KILLED_RUN = """
+import sys, time
+import torch
+from zero.config import params_from_dict
+from zero.train import train
+torch.set_num_threads(1)
+params = params_from_dict({"network": {"size": "b1c8", "value_hidden": 16}, "train": {
+    "batch_size": 32, "steps": 200, "learning_rate": 0.05, "lr_milestones": [100], "device": "cpu"}})
+train(params, sys.argv[1], sys.argv[2:4], sys.argv[4], seed=3, on_step=lambda i, m: time.sleep(0.02),
+      resume_every_s=0)
+"""
+
+
+def test_a_training_killed_by_sigkill_goes_on_to_the_same_bytes(setup, tmp_path):
+    init, shards = setup
+    params = tiny_params(steps=200, lr_milestones=[100])
+    whole = tmp_path / "whole.pt"
+    train(params, init, shards, whole, seed=3)
+    out = tmp_path / "out.pt"
+    state = tmp_path / ("out.pt" + RESUME_SUFFIX)
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_RUN, str(init), *map(str, shards), str(out)])
+    deadline = time.monotonic() + 120
+    while not state.is_file() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # mid-way through later saves
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL and not out.exists()
+    summary = train(params, init, shards, out, seed=3)
+    assert 0 < summary["resumed_at_step"] < 200
+    assert out.read_bytes() == whole.read_bytes() and not state.exists()
+
+
+def test_a_kept_state_of_other_inputs_or_torn_is_not_used(setup, tmp_path, caplog):
+    init, shards = setup
+    whole = tmp_path / "whole.pt"
+    train(tiny_params(steps=12), init, shards, whole, seed=8)
+    out = tmp_path / "out.pt"
+    state = tmp_path / ("out.pt" + RESUME_SUFFIX)
+    with pytest.raises(Stop):  # a state kept by a training of another seed
+        train(tiny_params(steps=12), init, shards, out, seed=9, on_step=stopped_at(6), resume_every_s=0)
+    assert state.is_file()
+    with caplog.at_level("WARNING", logger="zero.train"):
+        summary = train(tiny_params(steps=12), init, shards, out, seed=8)
+    assert "resumed_at_step" not in summary and "other inputs" in caplog.text and str(state) in caplog.text
+    assert out.read_bytes() == whole.read_bytes()
+
+    out.unlink()
+    with pytest.raises(Stop):
+        train(tiny_params(steps=12), init, shards, out, seed=8, on_step=stopped_at(6), resume_every_s=0)
+    state.write_bytes(state.read_bytes()[:300])  # torn
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="zero.train"):
+        summary = train(tiny_params(steps=12), init, shards, out, seed=8)
+    assert "resumed_at_step" not in summary and "unreadable" in caplog.text and str(state) in caplog.text
+    assert out.read_bytes() == whole.read_bytes() and not state.exists()
 
 
 def test_wrong_shape_shard_is_named(setup, tmp_path):

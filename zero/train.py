@@ -28,12 +28,19 @@ Switches of a faster recipe, all off by default (params.train):
   CPU with bfloat16 instructions; the weights, their updates and the losses stay float32.
 
 Every run reports how often positions are reused (`summary["reuse"]`).
+
+A training that stops (a killed worker, a lost machine) goes on where it was: about once a minute it
+keeps its state (weights, momentum, the sampler's and torch's random state, the metrics so far) in
+`<out>.resume` beside the checkpoint it will write, and a training of the same inputs started again
+continues from there to the same weights, byte for byte, as one that never stopped (`TrainState`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
+import logging
 import math
 import time
 from dataclasses import dataclass, field
@@ -44,6 +51,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from zero.fileio import atomic_write
 from zero.games.base import square_symmetries
 from zero.network import grow_network, load_checkpoint, pick_device, save_checkpoint, set_threads
 from zero.shards import file_sha256, read_shard
@@ -55,6 +63,11 @@ VALUE_STD_POSITIONS = 2048  # positions the value head's final spread is measure
 TIMING_KEYS = ("positions_per_s",)  # metrics that measure the machine, not the network
 HOLDOUT_EVALS = 10  # times the held-out loss is measured over a training (the last step always)
 SCORE_HUBER_DELTA = 12.0  # points: the score loss is quadratic within it, linear beyond (as KataGo's)
+RESUME_SUFFIX = ".resume"  # beside the checkpoint a training writes: its state while it runs
+RESUME_EVERY_S = 60.0  # seconds of training between two saves of that state
+RESUME_FORMAT = "zero-train-resume-1"
+
+log = logging.getLogger(__name__)
 
 
 class WindowError(ValueError):
@@ -431,6 +444,64 @@ def _trunk_of(network) -> tuple[int, int, int]:
     return network.blocks, network.filters, network.pooling_channels if network.global_pooling else 0
 
 
+class TrainState:
+    """A training's state between two steps, kept in `<out>.resume` so that a training stopped on the way
+    goes on from its last save (every `every_s` seconds) to the weights it would have reached.
+
+    `key` names what the training depends on (the starting checkpoint, the shards, the seed, the
+    settings, the network, the device); a state kept for anything else, or a file that does not read
+    (torn, or not a zero training state), is logged and the training starts over. Written atomically,
+    read with weights_only.
+    """
+
+    def __init__(self, out_checkpoint: str | Path, key: dict, every_s: float = RESUME_EVERY_S):
+        self.path = Path(str(out_checkpoint) + RESUME_SUFFIX)
+        self.key = json.dumps(key, sort_keys=True)
+        self.every_s = every_s
+        self.saved_at = time.monotonic()
+
+    def load(self) -> dict | None:
+        """{step, net, optimizer, rng, torch_rng, cuda_rng, history, holdout} kept for this key, or None."""
+        if not self.path.is_file():
+            return None
+        try:
+            blob = torch.load(self.path, map_location="cpu", weights_only=True)
+            if not isinstance(blob, dict) or blob.get("format") != RESUME_FORMAT:
+                raise ValueError(f"no {RESUME_FORMAT!r} format tag")
+            if blob["key"] != self.key:
+                log.warning("%s: kept by a training of other inputs; this one starts at step 0", self.path)
+                return None
+            metrics = json.loads(blob["metrics"])
+            return {**blob, "rng": json.loads(blob["rng"]), "history": metrics["history"],
+                    "holdout": metrics["holdout"]}
+        except Exception as e:  # a torn file or not ours: it only saves time, so start over
+            log.warning("%s: unreadable (%s: %s); training starts at step 0", self.path, type(e).__name__,
+                        str(e)[:200])
+            return None
+
+    def due(self) -> bool:
+        return time.monotonic() - self.saved_at >= self.every_s
+
+    def save(self, step: int, net, optimizer, rng: np.random.Generator, history: list, holdout: dict,
+             device: torch.device) -> None:
+        """Keep the state before step `step` (the steps before it done)."""
+        blob = {
+            "format": RESUME_FORMAT, "key": self.key, "step": step,
+            "net": {k: v.detach().cpu().clone() for k, v in net.state_dict().items()},
+            "optimizer": optimizer.state_dict(),
+            "rng": json.dumps(rng.bit_generator.state),
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+            "metrics": json.dumps({"history": history, "holdout": holdout}),
+        }
+        with atomic_write(self.path) as f:
+            torch.save(blob, f)
+        self.saved_at = time.monotonic()
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
 def train(
     params,
     init_checkpoint: str | Path,
@@ -441,6 +512,7 @@ def train(
     meta: dict | None = None,
     newest_shards: int | None = None,
     network=None,
+    resume_every_s: float = RESUME_EVERY_S,
 ) -> dict:
     """Train the network of `init_checkpoint` on the shards' window and write `out_checkpoint`.
 
@@ -464,6 +536,9 @@ def train(
         network: a NetworkConfig section whose trunk is larger than the checkpoint's: the network is
             grown into it first (zero.network.grow_network, seeded by `seed`); None or the same trunk
             trains the checkpoint's network as it is.
+        resume_every_s: seconds between two saves of the training's state in `<out_checkpoint>.resume`
+            (TrainState), from which a training of the same inputs started again goes on; the file is
+            removed once the checkpoint is written.
     Returns:
         {steps, positions, shards, seconds, final, reuse} and, with
         train.holdout_share, holdout: `final` holds each metric averaged over
@@ -471,7 +546,7 @@ def train(
         spread of the value head's outputs at the end (see `evaluate`); `reuse` is
         `reuse(...)`'s figures; `holdout` has the held-out games, positions
         and losses at the end; `grown_from`, the size the network was grown
-        from, when it was.
+        from, when it was; `resumed_at_step`, the step a kept state let it start at, when one did.
     """
     cfg = params.train
     set_threads(cfg.threads)
@@ -508,12 +583,29 @@ def train(
     c = cfg.weight_decay
     history: list[dict] = []
     holdout: dict = {}
+    state = TrainState(out_checkpoint, {
+        "init_checkpoint": file_sha256(init_checkpoint), "shards": [s["sha256"] for s in window.shards],
+        "seed": seed, "steps": steps, "newest_shards": newest_shards, "train": cfg.model_dump(mode="json"),
+        "network": list(_trunk(nc)), "device": device.type, "bf16": amp,
+    }, resume_every_s)
+    first = 0
 
     with _deterministic(device, seed):
         optimizer = _optimizer(net, cfg)
         schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=milestones, gamma=cfg.lr_gamma)
+        kept = state.load()
+        if kept:
+            first, history, holdout = kept["step"], kept["history"], kept["holdout"]
+            net.load_state_dict(kept["net"])
+            optimizer.load_state_dict(kept["optimizer"])  # with the learning rate the schedule had reached
+            schedule.last_epoch = first
+            rng.bit_generator.state = kept["rng"]
+            torch.set_rng_state(kept["torch_rng"])
+            if kept["cuda_rng"] is not None:
+                torch.cuda.set_rng_state(kept["cuda_rng"], device)
+            log.info("%s: training resumes at step %d of %d", state.path, first, steps)
         net.train()
-        for step in range(steps):
+        for step in range(first, steps):
             t0 = time.perf_counter()
             if pool is None:
                 index = rng.integers(0, len(window), size=cfg.batch_size)
@@ -563,6 +655,8 @@ def train(
                 metrics = {**metrics, **{HOLDOUT_PREFIX + k: v for k, v in holdout.items()}}
             if on_step is not None:
                 on_step(step, metrics)
+            if step + 1 < steps and state.due():
+                state.save(step + 1, net, optimizer, rng, history, holdout, device)
 
     if holdout:  # the value head's spread at the end: on the held-out positions, or else on a sample
         spread = holdout["value_std"]
@@ -588,6 +682,8 @@ def train(
         summary["holdout"] = {"games": games, "positions": len(held_index), **holdout}
     if grown_from:
         summary["grown_from"] = grown_from
+    if first:
+        summary["resumed_at_step"] = first
     out_meta = {k: init_meta[k] for k in ("game",) if k in init_meta}
     out_meta.update(
         {
@@ -603,4 +699,5 @@ def train(
     )
     out_meta.update(meta or {})
     save_checkpoint(net, out_checkpoint, out_meta, checksum=True)
+    state.clear()
     return summary
