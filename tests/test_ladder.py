@@ -6,8 +6,10 @@ import shutil
 import pytest
 
 from zero.config import params_from_dict
-from zero.ladder import (LadderError, find_gnugo, fit_dir, openings, opponent_name, parse_anchor, play_pairing,
-                         plot_dir, read_pairings, write_pairing)
+from zero.cli import main
+from zero.ladder import (LadderError, find_gnugo, fit_dir, openings, opponent_name, paired, parse_anchor,
+                         play_pairing, plot_dir, read_pairings, write_pairing)
+from zero.stats import mcnemar_exact
 
 GOMOKU = params_from_dict({"game": {"name": "gomoku", "height": 6, "width": 6, "k": 4},
                            "network": {"size": "b1c8", "value_hidden": 8}, "gate": {"threads": 1}})
@@ -292,3 +294,76 @@ def test_a_go_pairing_records_each_games_margin_from_as_side(tmp_path):
         assert margin == (float(points) if a_won else -float(points))
     assert sum(m > 0 for m in margins) == rec["wins"]
     assert rec["a_as_black"]["wins"] == sum(m > 0 for m in margins[0::2])
+
+
+SMALL_GO = params_from_dict({"game": {"name": "go", "size": 5}, "network": {"size": "b1c8", "value_hidden": 8},
+                             "gate": {"threads": 1}})
+
+
+@pytest.fixture(scope="module")
+def two_ladders(tmp_path_factory):
+    """Two players' ladders against the same opponent on the same starts (seed 4), and one on other starts."""
+    root = tmp_path_factory.mktemp("paired")
+    recs = {}
+    for name, spec, seed in (("strong", "mcts:40", 4), ("weak", "mcts:2", 4), ("other", "mcts:2", 5)):
+        recs[name] = play_pairing(SMALL_GO, spec, "random", 12, seed=seed, visits=8, out_dir=root / name,
+                                  a_name=name, concurrent=12)
+    return root, recs
+
+
+def test_two_ladders_are_compared_start_by_start(two_ladders):
+    root, recs = two_ladders
+    (row,) = paired(root / "strong", "strong", root / "weak", "weak")
+    won = {k: [m > 0 for m in recs[k]["a_margins"]] for k in ("strong", "weak")}  # nobody resigns here
+    pairs = list(zip(won["strong"], won["weak"]))
+    assert row["opponent"] == "random" and row["games"] == 12
+    assert (row["a_wins"], row["b_wins"]) == (recs["strong"]["wins"], recs["weak"]["wins"])
+    assert row["both"] == sum(x and y for x, y in pairs)
+    assert (row["a_only"], row["b_only"]) == (sum(x > y for x, y in pairs), sum(y > x for x, y in pairs))
+    assert row["both"] + row["a_only"] + row["b_only"] + row["neither"] == 12
+    assert row["p"] == mcnemar_exact(row["a_only"], row["b_only"])
+    (back,) = paired(root / "weak", "weak", root / "strong", "strong")
+    assert (back["a_only"], back["b_only"], back["p"]) == (row["b_only"], row["a_only"], row["p"])
+
+
+def test_ladders_on_other_starts_or_with_other_openings_are_refused(two_ladders, tmp_path):
+    root, _ = two_ladders
+    with pytest.raises(LadderError, match="no opponent on the same starts"):
+        paired(root / "strong", "strong", root / "other", "other")
+    altered = tmp_path / "weak"
+    shutil.copytree(root / "weak", altered)
+    game = sorted((altered / "sgf" / "weak--random--ladder").glob("*.sgf"))[3]
+    text = game.read_text()
+    first = text.index(";B[") + 3
+    point = text[first:first + 2]
+    game.write_text(text[:first] + ("aa" if point != "aa" else "ee") + text[first + 2:])
+    with pytest.raises(LadderError, match="game 3 opens differently"):
+        paired(root / "strong", "strong", altered, "weak")
+    game.unlink()
+    with pytest.raises(LadderError, match="11 SGF files for a pairing of 12 games"):
+        paired(root / "strong", "strong", altered, "weak")
+
+
+def test_mcnemar_exact():
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(10, 0) == mcnemar_exact(0, 10) == pytest.approx(2 / 2**10)
+    assert mcnemar_exact(18, 12) == pytest.approx(0.3616, abs=1e-4)  # 2 P(X <= 12), X ~ binomial(30, 1/2)
+    assert mcnemar_exact(5, 5) == 1.0
+    with pytest.raises(ValueError, match="a_only"):
+        mcnemar_exact(-1, 3)
+
+
+def test_zero_paired_prints_and_writes_the_comparison(two_ladders, tmp_path, capsys):
+    root, _ = two_ladders
+    out = tmp_path / "paired.json"
+    assert main(["paired", str(root / "strong"), str(root / "weak"), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "strong alone" in text and "exact McNemar p" in text
+    record = json.loads(out.read_text())
+    assert record["a"] == "strong" and record["b"] == "weak"
+    assert record["opponents"] == paired(root / "strong", "strong", root / "weak", "weak")
+    both = tmp_path / "both"
+    shutil.copytree(root / "strong", both)
+    shutil.copytree(root / "weak" / "pairings", both / "pairings", dirs_exist_ok=True)
+    assert main(["paired", str(both), str(root / "weak")]) == 2
+    assert "ladder pairings of 2 players (strong, weak)" in capsys.readouterr().err

@@ -393,6 +393,45 @@ def _print_ladder(fitted: dict, rows: list[dict], png: Path) -> None:
     console.print(f"plot: {png}")
 
 
+def cmd_paired(args) -> int:
+    """Two ladders' players on the same starts: who won which, and the exact McNemar test."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from zero import ladder
+    from zero.fileio import atomic_write_text
+
+    try:
+        a = args.a or _ladder_player(args.dir_a)
+        b = args.b or _ladder_player(args.dir_b)
+        rows = ladder.paired(args.dir_a, a, args.dir_b, b)
+    except ladder.LadderError as e:
+        raise UsageError(str(e)) from None
+    t = Table(title=f"{a} ({args.dir_a}) and {b} ({args.dir_b}) on the same starts")
+    for col in ("opponent", "games", f"{a} won", f"{b} won", "both", f"{a} alone", f"{b} alone", "neither",
+                "exact McNemar p"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["opponent"], str(r["games"]), str(r["a_wins"]), str(r["b_wins"]), str(r["both"]),
+                  str(r["a_only"]), str(r["b_only"]), str(r["neither"]), f"{r['p']:.2f}")
+    Console(file=sys.stdout, width=120).print(t)
+    if args.out:
+        record = {"a": a, "a_dir": str(args.dir_a), "b": b, "b_dir": str(args.dir_b), "opponents": rows}
+        atomic_write_text(args.out, json.dumps(record, indent=1) + "\n")
+    return 0
+
+
+def _ladder_player(folder: str) -> str:
+    """The one player a ladder directory's ladder pairings were played for."""
+    from zero import ladder
+
+    names = sorted({r["a"] for r in ladder.read_pairings(folder) if r.get("label", "ladder") == "ladder"})
+    if len(names) != 1:
+        raise UsageError(f"{folder}: ladder pairings of {len(names)} players ({', '.join(names) or 'none'}): "
+                         "name one with --a / --b")
+    return names[0]
+
+
 def cmd_bench(args) -> int:
     from zero.bench import run_bench
     from zero.match import params_for_players
@@ -528,6 +567,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Go: play at the visits S seconds of one game's search buy the network here "
                         "(measured first with its leaf batch and gate.threads; recorded in each pairing)")
     p.set_defaults(fn=cmd_ladder)
+
+    p = sub.add_parser("paired", help="two ladders' players on the same starts: which starts each won, "
+                                      "and the exact McNemar test of the starts won by one alone")
+    p.add_argument("dir_a", help="ladder directory of the first player")
+    p.add_argument("dir_b", help="ladder directory of the second player (may be the same directory)")
+    p.add_argument("--a", default=None, help="the first player's name (default: the one player of dir_a's ladder)")
+    p.add_argument("--b", default=None, help="like --a, in dir_b")
+    p.add_argument("--out", default=None, help="also write the rows as JSON here")
+    p.set_defaults(fn=cmd_paired)
 
     p = sub.add_parser("bench", parents=[common], help="measure speed and memory")
     p.add_argument("--json", action="store_true", help="print one JSON object")

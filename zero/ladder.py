@@ -284,6 +284,72 @@ def read_pairings(ladder_dir: str | Path) -> list[dict]:
     return out
 
 
+STARTS = ("game", "komi", "seed", "games", "opening_moves")  # what fixes a pairing's starts and colours
+
+
+def game_results(ladder_dir: str | Path, record: dict) -> list[tuple[tuple[int, ...], float]]:
+    """Each game of a pairing, in game order, from its SGFs: (its first `opening_moves` moves, a's points:
+    1, 0.5 or 0). LadderError names a missing or unreadable game."""
+    from zero.sgf import SgfError, parse_sgf
+
+    key = f"{record['a']}--{record['b']}--{record.get('label', 'ladder')}"
+    folder = Path(ladder_dir) / "sgf" / key
+    files = sorted(folder.glob("*.sgf"))
+    if len(files) != record["games"]:
+        raise LadderError(f"{folder}: {len(files)} SGF files for a pairing of {record['games']} games")
+    out = []
+    for path in files:
+        try:
+            g = parse_sgf(path.read_text())
+        except (SgfError, OSError, UnicodeDecodeError) as e:
+            raise LadderError(f"{path}: not a readable game ({e})") from None
+        if record["a"] not in (g.black, g.white) or not g.result:
+            raise LadderError(f"{path}: {record['a']} does not play it, or it has no result (RE)")
+        winner = g.result.strip().upper()[:1]
+        a_colour = "B" if g.black == record["a"] else "W"
+        points = 0.5 if winner not in ("B", "W") else float(winner == a_colour)
+        out.append((tuple(g.moves[: record.get("opening_moves") or 0]), points))
+    return out
+
+
+def paired(dir_a: str | Path, a: str, dir_b: str | Path, b: str) -> list[dict]:
+    """Players a (of ladder dir_a) and b (of dir_b) on the same starts: for each opponent both played with
+    the same seed, games, openings, game and komi, which starts each won (a draw is not a win) and the
+    exact McNemar test of the starts won by one alone (zero.stats.mcnemar_exact).
+
+    Each row: opponent, label, games, a_wins, b_wins, both, a_only, b_only, neither, p, a_visits, b_visits.
+    LadderError when no opponent was played by both on the same starts, or when their SGFs' openings differ.
+    """
+    from zero.stats import mcnemar_exact
+
+    def of(folder, name):
+        return {(r["b"], r.get("label", "ladder")): r for r in read_pairings(folder) if r["a"] == name}
+
+    mine, theirs = of(dir_a, a), of(dir_b, b)
+    rows = []
+    for (opponent, label), ra in sorted(mine.items()):
+        rb = theirs.get((opponent, label))
+        if rb is None or any(ra.get(k) != rb.get(k) for k in STARTS):
+            continue
+        ga, gb = game_results(dir_a, ra), game_results(dir_b, rb)
+        for i, ((open_a, _), (open_b, _)) in enumerate(zip(ga, gb)):
+            if open_a != open_b:
+                raise LadderError(f"{a} and {b} against {opponent}: game {i} opens differently in their SGFs")
+        won = [(x == 1, y == 1) for (_, x), (_, y) in zip(ga, gb)]
+        rows.append({
+            "opponent": opponent, "label": label, "games": len(won),
+            "a_wins": sum(x for x, _ in won), "b_wins": sum(y for _, y in won),
+            "both": sum(x and y for x, y in won), "a_only": sum(x and not y for x, y in won),
+            "b_only": sum(y and not x for x, y in won), "neither": sum(not (x or y) for x, y in won),
+            "a_visits": ra.get("visits"), "b_visits": rb.get("visits"),
+        })
+        rows[-1]["p"] = mcnemar_exact(rows[-1]["a_only"], rows[-1]["b_only"])
+    if not rows:
+        raise LadderError(f"{a} in {dir_a} and {b} in {dir_b} played no opponent on the same starts "
+                          f"(the same {', '.join(STARTS)})")
+    return rows
+
+
 def parse_anchor(text: str) -> tuple[str, float]:
     """`gnugo:10=1800` or `gnugo-l10=1800` -> ("gnugo-l10", 1800.0)."""
     if "=" not in text:
