@@ -2,7 +2,7 @@
 # The GPU engine's figures on one GPU machine (docs/performance.md): `zero bench` of the shipped 9x9
 # network with params-gpu.yaml (the fast path, its scan over processes, the eager path beside it),
 # 19x19, a profile, training (plain, channels-last, bf16), the inference tests on CUDA and one self-play
-# shard end to end. Each result is
+# shard end to end, after `zero warmup` has compiled the kernels (its time in warmup.txt). Each result is
 # written to OUT (default gpu-figures/) as JSON or text; run from the repository root:
 #   bash infra/gpu-measure.sh docs/performance/gpu-$(date +%F)
 set -uo pipefail
@@ -24,6 +24,11 @@ bench() {  # bench NAME ARGS...: zero bench --json ARGS into NAME.json, its log 
     echo "$name ($((SECONDS - t0)) s): $(head -c 600 "$out/$name.json")"
 }
 
+# the engine's kernels compiled once, before anything is timed (a fresh machine has no numba cache)
+t0=$SECONDS
+$py -m zero.cli warmup --params params-gpu.yaml --model models/go-9.pt > "$out/warmup.txt" 2>&1
+echo "warmup ($((SECONDS - t0)) s): $(tail -n 1 "$out/warmup.txt")"
+$py -m zero.cli warmup --params params-gpu.yaml --set game.size=19 >> "$out/warmup.txt" 2>&1
 $py -m pytest -q -p no:cacheprovider tests/test_inference.py > "$out/tests-cuda.txt" 2>&1
 tail -n 3 "$out/tests-cuda.txt"
 bench go9-fast --params params-gpu.yaml --model models/go-9.pt --games 1024 --seconds 60 --processes 1,2,4 \

@@ -15,6 +15,7 @@ import platform
 import resource
 import threading
 import time
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -199,6 +200,55 @@ def measure_processes(params, model, processes: int, threads: int, seconds: floa
     total.pop("steady_seconds", None)
     return {"processes": processes, "threads": threads,
             **{k: round(v, 3 if "share" in k else 1) for k, v in total.items()}}
+
+
+KERNEL_MODULES = ("zero.mcts", "zero.engine", "zero.virtual_loss", "zero.games.go_kernels", "zero.games.gomoku")
+WARM_UP_VISITS = 4
+
+
+def kernel_compiles() -> dict:
+    """This process's numba kernels so far: {"compiled": specialisations compiled here, "loaded": those read
+    from numba's cache (NUMBA_CACHE_DIR, else each module's __pycache__)}."""
+    import importlib
+
+    compiled = loaded = 0
+    for name in KERNEL_MODULES:
+        for f in vars(importlib.import_module(name)).values():
+            if isinstance(f, numba.core.registry.CPUDispatcher) and f.__module__ == name:
+                compiled += sum(f.stats.cache_misses.values())
+                loaded += sum(f.stats.cache_hits.values())
+    return {"compiled": compiled, "loaded": loaded}
+
+
+def warm_up(params, model: str | None = None) -> dict:
+    """Compile the engine's kernels for these params on this machine, so that later runs (a shard, a
+    benchmark, the GTP engine) load them from numba's cache instead of compiling inside their own time:
+    two self-play games at WARM_UP_VISITS visits with the selfplay section's settings (its device,
+    evaluation and switches), written to a temp file and dropped, and one leaf-batched search of the
+    empty board (the `zero gtp` engine). Returns {seconds, compiled, loaded} (kernel_compiles)."""
+    import tempfile
+
+    from zero.config import params_from_dict
+    from zero.engine import Engine, EngineConfig
+    from zero.network import init_checkpoint
+    from zero.play import initial_position
+    from zero.selfplay import play_shard
+
+    start = time.perf_counter()
+    sp = params.selfplay
+    tiny = params_from_dict(params.model_dump(mode="json"), [
+        "selfplay.games_per_shard=2", "selfplay.concurrent_games=2", f"selfplay.visits={WARM_UP_VISITS}",
+        "selfplay.min_positions_per_shard=0", f"gate.visits={WARM_UP_VISITS}",
+        *([f"selfplay.fast_visits={WARM_UP_VISITS // 2}"] if sp.full_search_share < 1 else []),
+    ], source="warm-up")
+    batched = tiny.model_copy(update={"mcts": tiny.mcts.model_copy(update={"leaf_batch": 2})})
+    with tempfile.TemporaryDirectory(prefix="zero-warm-up-") as tmp:
+        if model is None:
+            model = str(Path(tmp) / "fresh.pt")
+            init_checkpoint(tiny, model, 0)
+        play_shard(tiny, model, Path(tmp) / "shard.npz", seed=0)
+        Engine(EngineConfig.from_params(batched), model, seed=0).analyse(initial_position(make_game(tiny.game)))
+    return {"seconds": round(time.perf_counter() - start, 1), **kernel_compiles()}
 
 
 def measure_single_game(params, model: str | None, leaf_batches: list[int], visits: int = 400, moves: int = 6,

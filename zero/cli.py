@@ -194,6 +194,7 @@ def cmd_init(args) -> int:
 
 
 def cmd_selfplay(args) -> int:
+    from zero.bench import kernel_compiles
     from zero.games import make_game
     from zero.selfplay import play_shard
 
@@ -203,6 +204,7 @@ def cmd_selfplay(args) -> int:
     bar, tick = _progress(games, "self-play games")
     with bar:
         summary = play_shard(params, args.model, args.out, args.seed, games, args.sgf_dir, progress=tick)
+    summary["kernels"] = kernel_compiles()  # compiled inside this run: none after `zero warmup`
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -432,6 +434,19 @@ def _ladder_player(folder: str) -> str:
     return names[0]
 
 
+def cmd_warmup(args) -> int:
+    from zero.bench import warm_up
+
+    params = _params(args)
+    if args.model is not None:
+        from zero.games import make_game
+
+        _check_model(params, make_game(params.game), args.model)
+    done = warm_up(params, args.model)
+    print(f"{done['compiled']} kernels compiled and {done['loaded']} loaded from the cache in {done['seconds']:g} s")
+    return 0
+
+
 def cmd_bench(args) -> int:
     from zero.bench import run_bench
     from zero.match import params_for_players
@@ -576,6 +591,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--b", default=None, help="like --a, in dir_b")
     p.add_argument("--out", default=None, help="also write the rows as JSON here")
     p.set_defaults(fn=cmd_paired)
+
+    p = sub.add_parser("warmup", parents=[common],
+                       help="compile the engine's kernels for the params on this machine (numba caches them), "
+                            "so that later runs do not compile inside their own time")
+    p.add_argument("--model", default=None, help="a checkpoint (default: a fresh network of the params)")
+    p.set_defaults(fn=cmd_warmup)
 
     p = sub.add_parser("bench", parents=[common], help="measure speed and memory")
     p.add_argument("--json", action="store_true", help="print one JSON object")
