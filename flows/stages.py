@@ -341,8 +341,9 @@ def window_paths(gen: Generation) -> list[Path]:
 # --- training -----------------------------------------------------------------------------------
 
 
-def train(gen: Generation, on_step=None) -> dict:
-    """Train the candidate from the previous champion on the window (skipped if done)."""
+def train(gen: Generation, on_step=None, replay_kept: bool = False) -> dict:
+    """Train the candidate from the previous champion on the window (skipped if done). A training stopped
+    on the way goes on from its kept state; with `replay_kept` on_step gets the kept steps first."""
     from zero.train import train as train_net
 
     params = load_gen_params(gen)
@@ -366,6 +367,7 @@ def train(gen: Generation, on_step=None) -> dict:
         summary = train_net(
             params, gen.prev.champion, [str(p) for p in window_paths(gen)], gen.candidate, seed,
             on_step=step, meta={"generation": gen.g}, network=params.network.for_generation(gen.g),
+            replay_kept=replay_kept,
         )
     summary.update(seed=seed, sha256=file_sha256(gen.candidate), trained=True, cpu_s=_spent(gen, "train", cpu0))
     return summary

@@ -82,7 +82,7 @@ def run(root: Path, params, generations: int | None = None, minutes: float | Non
         shards = stages.selfplay(gen, workers)
         stages.dataset(gen)
         steps: list = []
-        trained = stages.train(gen, on_step=lambda i, metrics: steps.append([i, metrics]))
+        trained = stages.train(gen, on_step=lambda i, metrics: steps.append([i, metrics]), replay_kept=True)
         if trained.get("trained"):  # kept for the flow that records it: MLflow gets the curves
             write_json(gen.dir / stages.TRAINED_FILE, {"summary": trained, "steps": steps})
         gate = stages.gate(gen, workers)

@@ -199,6 +199,16 @@ def test_a_stopped_training_goes_on_to_the_same_bytes(setup, tmp_path):
     assert out.read_bytes() == whole.read_bytes()  # weights, and the meta's final (and held-out) losses
     assert not state.exists()
 
+    # a caller that keeps its own record of every step gets the kept ones first
+    with pytest.raises(Stop):
+        train(tiny_params(**RESUMED), init, shards, out, seed=7, on_step=stopped_at(25), resume_every_s=0)
+    replayed = []
+    train(tiny_params(**RESUMED), init, shards, out, seed=7, on_step=lambda i, m: replayed.append((i, m)),
+          replay_kept=True)
+    assert [i for i, _ in replayed] == list(range(40))
+    untimed = [(i, {k: v for k, v in m.items() if k != "positions_per_s"}) for i, m in replayed]
+    assert untimed == [(i, {k: v for k, v in m.items() if k != "positions_per_s"}) for i, m in seen_whole]
+
 
 KILLED_RUN = """
 import sys, time

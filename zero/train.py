@@ -513,6 +513,7 @@ def train(
     newest_shards: int | None = None,
     network=None,
     resume_every_s: float = RESUME_EVERY_S,
+    replay_kept: bool = False,
 ) -> dict:
     """Train the network of `init_checkpoint` on the shards' window and write `out_checkpoint`.
 
@@ -539,6 +540,8 @@ def train(
         resume_every_s: seconds between two saves of the training's state in `<out_checkpoint>.resume`
             (TrainState), from which a training of the same inputs started again goes on; the file is
             removed once the checkpoint is written.
+        replay_kept: a training that resumes first passes the kept steps' metrics to on_step (for a caller
+            that keeps its own record of every step; not for one whose record has them from the first run).
     Returns:
         {steps, positions, shards, seconds, final, reuse} and, with
         train.holdout_share, holdout: `final` holds each metric averaged over
@@ -604,6 +607,8 @@ def train(
             if kept["cuda_rng"] is not None:
                 torch.cuda.set_rng_state(kept["cuda_rng"], device)
             log.info("%s: training resumes at step %d of %d", state.path, first, steps)
+            for i, metrics in enumerate(history if replay_kept and on_step is not None else ()):
+                on_step(i, dict(metrics))
         net.train()
         for step in range(first, steps):
             t0 = time.perf_counter()
@@ -649,12 +654,12 @@ def train(
             if use_aux:
                 metrics["loss"] += cfg.ownership_weight * found["ownership_loss"] + cfg.score_weight * found["score_loss"]
                 metrics.update({k: found[k] for k in AUX_METRIC_KEYS})
-            history.append(metrics)
             if len(held_index) and ((step + 1) % eval_every == 0 or step == steps - 1):
                 holdout = evaluate(net, window, held_index, cfg.batch_size, device, use_aux, amp, layout)
-                metrics = {**metrics, **{HOLDOUT_PREFIX + k: v for k, v in holdout.items()}}
+                metrics.update({HOLDOUT_PREFIX + k: v for k, v in holdout.items()})
+            history.append(metrics)
             if on_step is not None:
-                on_step(step, metrics)
+                on_step(step, dict(metrics))  # a copy: history keeps its own
             if step + 1 < steps and state.due():
                 state.save(step + 1, net, optimizer, rng, history, holdout, device)
 
