@@ -252,6 +252,11 @@ def _played(out_dir: Path, key: str, settings: dict) -> dict | None:
     return record if same and len(list((out_dir / "sgf" / key).glob("*.sgf"))) == settings["games"] else None
 
 
+def _record_key(record: dict) -> str:
+    """A pairing record's key, <a>--<b>--<label>: the name of its JSON file and of its SGF folder."""
+    return f"{record['a']}--{record['b']}--{record.get('label', 'ladder')}"
+
+
 def _pairing_path(ladder_dir: str | Path, key: str) -> Path:
     """Where a ladder directory keeps the record of pairing `key` (<a>--<b>--<label>)."""
     return Path(ladder_dir) / "pairings" / f"{key}.json"
@@ -262,7 +267,7 @@ def write_pairing(ladder_dir: str | Path, record: dict) -> Path:
     for key in ("a", "b", "wins", "losses", "draws"):
         if key not in record:
             raise LadderError(f"pairing record lacks {key!r}")
-    path = _pairing_path(ladder_dir, f"{record['a']}--{record['b']}--{record.get('label', 'ladder')}")
+    path = _pairing_path(ladder_dir, _record_key(record))
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
     return path
@@ -292,8 +297,7 @@ def game_results(ladder_dir: str | Path, record: dict) -> list[tuple[tuple[int, 
     1, 0.5 or 0). LadderError names a missing or unreadable game."""
     from zero.sgf import SgfError, parse_sgf
 
-    key = f"{record['a']}--{record['b']}--{record.get('label', 'ladder')}"
-    folder = Path(ladder_dir) / "sgf" / key
+    folder = Path(ladder_dir) / "sgf" / _record_key(record)
     files = sorted(folder.glob("*.sgf"))
     if len(files) != record["games"]:
         raise LadderError(f"{folder}: {len(files)} SGF files for a pairing of {record['games']} games")
@@ -336,14 +340,14 @@ def paired(dir_a: str | Path, a: str, dir_b: str | Path, b: str) -> list[dict]:
             if open_a != open_b:
                 raise LadderError(f"{a} and {b} against {opponent}: game {i} opens differently in their SGFs")
         won = [(x == 1, y == 1) for (_, x), (_, y) in zip(ga, gb)]
+        a_only, b_only = sum(x and not y for x, y in won), sum(y and not x for x, y in won)
         rows.append({
             "opponent": opponent, "label": label, "games": len(won),
             "a_wins": sum(x for x, _ in won), "b_wins": sum(y for _, y in won),
-            "both": sum(x and y for x, y in won), "a_only": sum(x and not y for x, y in won),
-            "b_only": sum(y and not x for x, y in won), "neither": sum(not (x or y) for x, y in won),
-            "a_visits": ra.get("visits"), "b_visits": rb.get("visits"),
+            "both": sum(x and y for x, y in won), "a_only": a_only, "b_only": b_only,
+            "neither": sum(not (x or y) for x, y in won),
+            "a_visits": ra.get("visits"), "b_visits": rb.get("visits"), "p": mcnemar_exact(a_only, b_only),
         })
-        rows[-1]["p"] = mcnemar_exact(rows[-1]["a_only"], rows[-1]["b_only"])
     if not rows:
         raise LadderError(f"{a} in {dir_a} and {b} in {dir_b} played no opponent on the same starts "
                           f"(the same {', '.join(STARTS)})")

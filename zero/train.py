@@ -586,8 +586,9 @@ def train(
     c = cfg.weight_decay
     history: list[dict] = []
     holdout: dict = {}
+    init_sha256 = file_sha256(init_checkpoint)
     state = TrainState(out_checkpoint, {
-        "init_checkpoint": file_sha256(init_checkpoint), "shards": [s["sha256"] for s in window.shards],
+        "init_checkpoint": init_sha256, "shards": [s["sha256"] for s in window.shards],
         "seed": seed, "steps": steps, "newest_shards": newest_shards, "train": cfg.model_dump(mode="json"),
         "network": list(_trunk(nc)), "device": device.type, "bf16": amp,
     }, resume_every_s)
@@ -696,7 +697,7 @@ def train(
             "seed": seed,
             "positions": len(window),
             "shards": [s["sha256"] for s in window.shards],
-            "init_checkpoint_sha256": file_sha256(init_checkpoint),
+            "init_checkpoint_sha256": init_sha256,
             **({"grown_from": grown_from} if grown_from else {}),
             # no wall-clock figures: the same weights must give the same file bytes
             "final": {k: v for k, v in final.items() if k not in TIMING_KEYS},
