@@ -125,6 +125,7 @@ def ship(root: Path, params, params_file: str, models: Path | None = None) -> di
                   None)
     run = {"start_sha256": start_sha, "init_from": params.pipeline.init_from, "params_file": params_file,
            "generations": gens, "totals": totals}
+    generation = max((g["generation"] for g in gens if g["sha256"] == champion_sha), default=0)
     lineage = {
         "line": tag,
         "file": out_pt.name,
@@ -134,7 +135,9 @@ def ship(root: Path, params, params_file: str, models: Path | None = None) -> di
         "game": params.game.model_dump(mode="json", include={"name", "size", "komi"} if params.game.name == "go"
                                        else {"name", "height", "width", "k"}),
         "made_by": f"zero-generation over {params_file} (zero-loop), shipped by flows.ship",
-        "champion": {"generation": max((g["generation"] for g in gens if g["sha256"] == champion_sha), default=0),
+        # generation: the workspace's number; line_generation: the line's, counting the runs it resumed from
+        "champion": {"generation": generation,
+                     "line_generation": earlier_totals.get("generations", 0) + generation,
                      "name": champ_name,
                      "rating": (ratings.get("ratings") or {}).get(champ_name) if champ_name else None,
                      "anchor": ratings.get("anchor")},

@@ -96,6 +96,7 @@ def test_shipped_champion_and_a_campaign_that_resumes_from_it(laddered, tmp_path
     assert lineage["totals"]["games"] == sum(r["selfplay"]["games"] for r in shipped)
     assert [g["generation"] for g in lineage["runs"][0]["generations"]] == [r["generation"] for r in shipped]
     assert lineage["champion"]["generation"] == passed[-1] and lineage["champion"]["rating"]["games"] > 0
+    assert lineage["champion"]["line_generation"] == passed[-1]
     assert lineage["ladder"]["matches"] and lineage["code_commit"] and lineage["params_hash"]
 
     # Beside it, the window of the last finished generation (flows.carry): its shards, by age.
@@ -128,6 +129,8 @@ def test_shipped_champion_and_a_campaign_that_resumes_from_it(laddered, tmp_path
     again = ship(other, load_params(other / SMOKE, resume), SMOKE)
     assert len(again["runs"]) == 2 and again["runs"][1]["start_sha256"] == lineage["sha256"]
     assert again["totals"]["generations"] == len(shipped) + 1
+    # the champion's number in the whole line counts the generations of the run it resumed from
+    assert again["champion"]["line_generation"] == len(shipped) + again["champion"]["generation"]
     assert again["totals"]["games"] == lineage["totals"]["games"] + again["runs"][1]["totals"]["games"]
     # zero-loop ships again after the run's next generation: its entry grows, the earlier runs stay.
     zero_generation(params_file=SMOKE, overrides=resume, workdir=str(other))
