@@ -1,5 +1,6 @@
 """Every relative link in the repository's Markdown resolves: the file exists, and a #fragment names one of
 its headings (GitHub's anchors: lower case, punctuation dropped, spaces as hyphens)."""
+import functools
 import re
 import subprocess
 from pathlib import Path
@@ -15,8 +16,15 @@ def anchor(heading: str) -> str:
     return text.replace(" ", "-")
 
 
+def prose(path: Path) -> str:
+    """A Markdown file's text without its fenced code blocks, whose brackets and #s are not links or headings."""
+    return re.sub(r"^```.*?^```", "", path.read_text(), flags=re.MULTILINE | re.DOTALL)
+
+
+@functools.cache
 def anchors(path: Path) -> set[str]:
-    text = re.sub(r"^```.*?^```", "", path.read_text(), flags=re.MULTILINE | re.DOTALL)
+    """The anchors of a Markdown file's headings (read once a file: many links point into the same one)."""
+    text = prose(path)
     seen: dict[str, int] = {}
     out = set()
     for heading in HEADING.findall(text):
@@ -33,7 +41,7 @@ def markdown_files() -> list[Path]:
 
 
 def broken_links(path: Path) -> list[str]:
-    text = re.sub(r"^```.*?^```", "", path.read_text(), flags=re.MULTILINE | re.DOTALL)
+    text = prose(path)
     broken = []
     for target in LINK.findall(text):
         if re.match(r"[a-z]+:", target):
