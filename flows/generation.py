@@ -91,7 +91,9 @@ def train_task(root: str, gen_rel: str, params_hash: str, champion_sha: str, win
     gen = stages.parse_gen_dir(gen_rel, root)
     tracker = Tracker(root, gen.tag, uri=tracking)
     log_step = tracker.step_logger(run_id)
-    summary = stages.train(gen, on_step=log_step)
+    # A resumed training first replays its kept steps: they fill the curve where a killed worker's unsent
+    # buffer left a gap, and the logger skips the steps the run already holds.
+    summary = stages.train(gen, on_step=log_step, replay_kept=True)
     kept = stages.trained_elsewhere(gen) if not summary.get("trained") else None
     if kept and kept["summary"].get("sha256") == summary["sha256"]:
         for i, metrics in kept["steps"]:  # trained by flows.standalone elsewhere: its curves, as if streamed

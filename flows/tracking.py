@@ -252,16 +252,30 @@ class Tracker:
 
 
 class StepLogger:
-    """Buffers per-step training metrics and sends them in batches every few seconds."""
+    """Buffers per-step training metrics and sends them in batches every few seconds.
+
+    A step the run already holds for a metric is not sent again: a training resumed in a run it has logged
+    into (a killed worker's retry) repeats the steps between its last kept state and the kill, with the
+    same values, and a run's curve keeps one point a step.
+    """
 
     def __init__(self, client: MlflowClient, run_id: str, flush_every: float = 5.0):
         self.client, self.run_id, self.flush_every = client, run_id, flush_every
         self.buffer: list[Metric] = []
         self.last = time.monotonic()
+        self.logged: dict[str, set[int]] = {}  # per metric, the steps the run held or was sent
+
+    def _new(self, key: str, step: int) -> bool:
+        if key not in self.logged:
+            self.logged[key] = {m.step for m in self.client.get_metric_history(self.run_id, key)}
+        if step in self.logged[key]:
+            return False
+        self.logged[key].add(step)
+        return True
 
     def __call__(self, step: int, metrics: dict) -> None:
         now = int(time.time() * 1000)
-        self.buffer.extend(Metric(k, float(v), now, step) for k, v in metrics.items())
+        self.buffer.extend(Metric(k, float(v), now, step) for k, v in metrics.items() if self._new(k, step))
         if time.monotonic() - self.last >= self.flush_every:
             self.flush()
 

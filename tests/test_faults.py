@@ -233,6 +233,11 @@ def check_generation(p: Pipeline, ref: Pipeline, g: int, run_id: str) -> None:
     t = p.tracker()
     runs = t.client.search_runs([t.experiment_id], f"tags.`zero.generation` = '{g}'")
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
+    r = ref.tracker()
+    ref_run = r.client.search_runs([r.experiment_id], f"tags.`zero.generation` = '{g}'")[0]
+    curve = sorted(m.step for m in t.client.get_metric_history(runs[0].info.run_id, "loss"))
+    assert curve == sorted(m.step for m in r.client.get_metric_history(ref_run.info.run_id, "loss"))
+    assert curve == list(range(len(curve))) and curve, "the training curve has a gap or a step twice"
     versions = t.versions()
     assert [v.tags["zero.generation"] for v in versions] == [str(i) for i in range(g + 1)]
     champion = t.champion()

@@ -86,6 +86,24 @@ def test_step_logger_keeps_every_step(tracker):
     assert sorted(m.step for m in history) == list(range(7))
 
 
+def test_a_step_logger_on_a_run_that_holds_steps_sends_only_the_others(tracker):
+    """A killed worker's retry logs into the same run: the steps the run holds are not sent twice, the
+    ones its buffer lost are."""
+    run_id, _ = tracker.generation_run(1, "h", {})
+    first = tracker.step_logger(run_id, flush_every=0.0)
+    for step in (0, 1, 2, 4):  # step 3 was in the buffer when the worker died
+        first(step, {"loss": 1.0 / (step + 1), "lr": 0.1})
+    first.flush()
+    again = tracker.step_logger(run_id, flush_every=0.0)
+    for step in range(7):  # the retry replays its kept steps and trains on from one before the kill
+        again(step, {"loss": 1.0 / (step + 1), "lr": 0.1, "entropy": 2.0})
+    again.flush()
+    for key, steps in (("loss", range(7)), ("lr", range(7)), ("entropy", range(7))):
+        history = tracker.client.get_metric_history(run_id, key)
+        assert sorted(m.step for m in history) == list(steps), key
+    assert {m.step: m.value for m in tracker.client.get_metric_history(run_id, "loss")}[3] == 0.25
+
+
 def test_a_logged_network_that_is_not_the_one_hashed_or_not_a_network_is_refused(tiny_checkpoint, tmp_path):
     from flows.tracking import RegistryError, checked_network
     from zero.shards import file_sha256
