@@ -230,13 +230,11 @@ def check_generation(p: Pipeline, ref: Pipeline, g: int, run_id: str) -> None:
     assert [x.name for x in games] == ["shard-000.npz", "shard-001.npz"]
     assert len(list((d / "games/sgf").rglob("*.sgf"))) == record["selfplay"]["games"] == 16
     assert not list(d.rglob("*.tmp"))
-    t = p.tracker()
-    runs = t.client.search_runs([t.experiment_id], f"tags.`zero.generation` = '{g}'")
+    t, r = p.tracker(), ref.tracker()
+    runs, ref_runs = generation_runs(t, g), generation_runs(r, g)
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
-    r = ref.tracker()
-    ref_run = r.client.search_runs([r.experiment_id], f"tags.`zero.generation` = '{g}'")[0]
-    curve = sorted(m.step for m in t.client.get_metric_history(runs[0].info.run_id, "loss"))
-    assert curve == sorted(m.step for m in r.client.get_metric_history(ref_run.info.run_id, "loss"))
+    curve = loss_steps(t, runs[0])
+    assert curve == loss_steps(r, ref_runs[0])
     assert curve == list(range(len(curve))) and curve, "the training curve has a gap or a step twice"
     versions = t.versions()
     assert [v.tags["zero.generation"] for v in versions] == [str(i) for i in range(g + 1)]
@@ -245,7 +243,17 @@ def check_generation(p: Pipeline, ref: Pipeline, g: int, run_id: str) -> None:
     passed = [v for v in versions if v.tags.get("zero.gate_passed") == "true"]
     expected = max(passed, key=lambda v: int(v.version)) if passed else versions[0]
     assert str(champion.version) == str(expected.version)
-    assert str(champion.version) == str(ref.tracker().champion().version)
+    assert str(champion.version) == str(r.champion().version)
+
+
+def generation_runs(tracker, g: int) -> list:
+    """The MLflow runs of generation g."""
+    return tracker.client.search_runs([tracker.experiment_id], f"tags.`zero.generation` = '{g}'")
+
+
+def loss_steps(tracker, run) -> list[int]:
+    """The steps of a run's training loss curve, sorted."""
+    return sorted(m.step for m in tracker.client.get_metric_history(run.info.run_id, "loss"))
 
 
 def pipeline_at(tmp_path_factory, name: str) -> Pipeline:
