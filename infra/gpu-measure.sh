@@ -25,7 +25,6 @@ step() {  # step NAME LIMIT_S OUTFILE COMMAND...: COMMAND's stdout appended to O
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
     nproc
     $py -c "import sys, torch, numba; print(sys.version.split()[0], torch.__version__, torch.version.cuda, numba.__version__)"
-    git rev-parse HEAD 2>/dev/null
 } >> "$out/run.txt" 2>&1
 cat "$out/run.txt"
 
