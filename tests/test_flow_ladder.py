@@ -147,9 +147,9 @@ def test_a_ladder_that_cannot_run_leaves_its_error_in_the_generation_record(harn
     isolate_env(monkeypatch, root)
     from flows.generation import zero_generation
 
-    bad = ["ladder.enabled=true", 'ladder.opponents=["gnugo:11"]', "ladder.games=2", "ladder.calibration_games=0"]
+    bad = ["ladder.enabled=true", 'ladder.opponents=["gnugo:17"]', "ladder.games=2", "ladder.calibration_games=0"]
     record = zero_generation(params_file=SMOKE, overrides=bad, workdir=str(root))
-    assert "GNU Go levels are 0 to 10" in record["ladder"]["error"]
+    assert "GNU Go levels are 0 to 16" in record["ladder"]["error"]
     on_disk = json.loads((root / "gens" / TAG / "g0001" / "generation.json").read_text())
     assert on_disk["ladder"] == record["ladder"]
 

@@ -8,7 +8,7 @@ import pytest
 from zero.config import params_from_dict
 from zero.cli import main
 from zero.ladder import (LadderError, find_gnugo, fit_dir, openings, opponent_name, paired, parse_anchor,
-                         play_pairing, plot_dir, read_pairings, write_pairing)
+                         play_pairing, player_spec, plot_dir, read_pairings, write_pairing)
 from zero.stats import mcnemar_exact
 
 GOMOKU = params_from_dict({"game": {"name": "gomoku", "height": 6, "width": 6, "k": 4},
@@ -150,6 +150,25 @@ def test_gnugo_is_an_opponent(tmp_path):
     assert (rec["wins"], rec["losses"]) == (0, 2)
     sgfs = sorted((tmp_path / "sgf" / "fresh--gnugo-l1--ladder").glob("*.sgf"))
     assert len(sgfs) == 2 and all("RE[" in p.read_text() for p in sgfs)
+
+
+@pytest.mark.skipif(shutil.which("gnugo") is None and shutil.which("/usr/games/gnugo") is None,
+                    reason="GNU Go is not installed")
+def test_gnugo_levels_above_ten_are_opponents(tmp_path):
+    import shlex
+    import subprocess
+
+    command = player_spec("gnugo:12")
+    assert command.startswith("gtp:") and command.endswith("--level 12")
+    gtp = "boardsize 9\nclear_board\nkomi 7.5\nplay b e5\ngenmove w\nquit\n"
+    answer = subprocess.run(shlex.split(command[4:]), input=gtp, capture_output=True, text=True, timeout=60)
+    replies = [line for line in answer.stdout.splitlines() if line.startswith("=")]
+    assert len(replies) == 6 and replies[4][2:].strip() not in ("", "PASS", "resign")  # level 12 plays a move
+    with pytest.raises(LadderError, match="GNU Go levels are 0 to 16"):
+        player_spec("gnugo:17")
+    # without level 10 (the default anchor) in the pool, the reference is the highest level by number
+    write_pairing(tmp_path, {"a": "gnugo-l5", "b": "gnugo-l12", "wins": 9, "losses": 11, "draws": 0})
+    assert fit_dir(tmp_path)["anchor"] == {"player": "gnugo-l12", "elo": 0.0, "anchored": False}
 
 
 GOMOKU_ARGS = ["--set", "game.name=gomoku", "--set", "game.height=6", "--set", "game.width=6", "--set", "game.k=4",
