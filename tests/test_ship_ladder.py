@@ -61,8 +61,8 @@ def test_a_torn_lineage_is_named_and_left_as_it_was(shipped, tmp_path):
 
 
 def test_the_command_records_the_shipped_champions_committed_ladder(tmp_path, capsys):
-    """The shipped 9x9 champion's own results (docs/strength/go-9-campaign-g129-ladder) go into a copy of its
-    lineage, found by the network's hash; generation 116's (docs/strength/go-9-campaign-g116-ladder) are another network's."""
+    """The shipped 9x9 champion's own results (docs/strength/go-9-campaign-g140-ladder) go into a copy of its
+    lineage, found by the network's hash; generation 129's (docs/strength/go-9-campaign-g129-ladder) are another network's."""
     from pathlib import Path
 
     repo = Path(__file__).resolve().parent.parent
@@ -72,12 +72,12 @@ def test_the_command_records_the_shipped_champions_committed_ladder(tmp_path, ca
     lineage["ladder"] = None
     (models / "go-9.json").write_text(json.dumps(lineage))
     args = ["--params", str(repo / "campaigns" / "go-9.yaml"), "--root", str(repo), "--models", str(models)]
-    assert main(args + ["--ladder", str(repo / "docs" / "strength" / "go-9-campaign-g129-ladder")]) == 0
-    assert "g129 against gnugo-l10: 87-13-0" in capsys.readouterr().out
+    assert main(args + ["--ladder", str(repo / "docs" / "strength" / "go-9-campaign-g140-ladder")]) == 0
+    assert "g140 against gnugo-l10: 79-21-0" in capsys.readouterr().out
     lineage = json.loads((models / "go-9.json").read_text())
     assert lineage["ladder"]["matched_by"] == "sha256"
     assert sorted(m["b"] for m in lineage["ladder"]["matches"]) == ["gnugo-l1", "gnugo-l10", "gnugo-l5"]
-    assert main(args + ["--ladder", str(repo / "docs" / "strength" / "go-9-campaign-g116-ladder")]) == 2
+    assert main(args + ["--ladder", str(repo / "docs" / "strength" / "go-9-campaign-g129-ladder")]) == 2
     assert "no pairing of go-9.json's champion" in capsys.readouterr().err
     assert main(args + ["--ladder", str(tmp_path / "nothing")]) == 2
     assert "not a ladder directory" in capsys.readouterr().err
