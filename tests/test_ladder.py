@@ -13,6 +13,8 @@ from zero.stats import mcnemar_exact
 
 GOMOKU = params_from_dict({"game": {"name": "gomoku", "height": 6, "width": 6, "k": 4},
                            "network": {"size": "b1c8", "value_hidden": 8}, "gate": {"threads": 1}})
+needs_gnugo = pytest.mark.skipif(shutil.which("gnugo") is None and shutil.which("/usr/games/gnugo") is None,
+                                 reason="GNU Go is not installed")
 GO = params_from_dict({"game": {"name": "go", "size": 9}, "network": {"size": "b1c8", "value_hidden": 8},
                        "gate": {"threads": 1}})
 
@@ -141,8 +143,7 @@ def test_a_malformed_pairing_is_named(tmp_path):
         read_pairings(tmp_path / "nothing")
 
 
-@pytest.mark.skipif(shutil.which("gnugo") is None and shutil.which("/usr/games/gnugo") is None,
-                    reason="GNU Go is not installed")
+@needs_gnugo
 def test_gnugo_is_an_opponent(tmp_path):
     assert find_gnugo().endswith("gnugo")
     rec = play_pairing(GO, "init", "gnugo:1", 2, seed=5, visits=4, out_dir=tmp_path, a_name="fresh", concurrent=2)
@@ -152,8 +153,7 @@ def test_gnugo_is_an_opponent(tmp_path):
     assert len(sgfs) == 2 and all("RE[" in p.read_text() for p in sgfs)
 
 
-@pytest.mark.skipif(shutil.which("gnugo") is None and shutil.which("/usr/games/gnugo") is None,
-                    reason="GNU Go is not installed")
+@needs_gnugo
 def test_gnugo_levels_above_ten_are_opponents(tmp_path):
     import shlex
     import subprocess
