@@ -10,6 +10,7 @@
 #   make ladder PARAMS=...         the champion against GNU Go and fixed opponents; Elo of the line
 #   make compare SPEC=...          recipes at equal compute: their lines' networks in one Elo pool
 #   make test-fast                 the tests not marked slow (a few minutes)
+#   make test-long                 the checks too long for every CI run (seeded kills, the paper recipe's learning)
 #
 # Other targets: install, up, down, serve, repro, loop, record, ship, mlflow-ui, where, check, clean-runs.
 # Nothing listens beyond 127.0.0.1; PREFECT_HOME, the MLflow database and the DVC remote live in this directory.
@@ -43,10 +44,10 @@ export DVC_NO_ANALYTICS := 1
 export DO_NOT_TRACK := 1
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help install gnugo run up down serve check where repro loop campaign campaign-save record ship ladder compare mlflow-ui test test-fast clean-runs
+.PHONY: help install gnugo run up down serve check where repro loop campaign campaign-save record ship ladder compare mlflow-ui test test-fast test-long clean-runs
 
 help:
-	@sed -n '3,16p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'
 
 # The venv and the project with its pipeline, ray and test extras (ray: the tests start a real Ray cluster). torch is installed first,
 # pinned to its CPU build (2.13.0+cpu: from a local wheel where pip finds one, otherwise from PyTorch's CPU index; PyPI's Linux
@@ -144,17 +145,26 @@ repro: install
 mlflow-ui: install
 	$(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI) --host 127.0.0.1 --port $(MLFLOW_PORT)
 
-# pytest's exit 5 (no tests collected) is a failure here, not a pass.
+# The tests run in two pytest-xdist workers, each module on one worker (a module's servers and workspaces are
+# set up once); --durations=25 prints where the time went. pytest's exit 5 (no tests collected) is a failure here.
 # The tests start their own servers in temporary directories: none of this workspace's settings leak in.
+TEST_WORKERS ?= 2
+PYTEST := env -u PREFECT_HOME -u PREFECT_API_URL -u ZERO_PREFECT_PORT -u MLFLOW_TRACKING_URI $(BIN)/python -m pytest
+XDIST = $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadscope)
 test: install
-	@env -u PREFECT_HOME -u PREFECT_API_URL -u ZERO_PREFECT_PORT -u MLFLOW_TRACKING_URI \
-		$(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
+	@$(PYTEST) $(XDIST) -m "not long" --durations=25 $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$status
 
 # The tests not marked slow: the library, the rules, the CLI, the GTP engine (a few minutes).
 test-fast: install
-	@env -u PREFECT_HOME -u PREFECT_API_URL -u ZERO_PREFECT_PORT -u MLFLOW_TRACKING_URI \
-		$(BIN)/python -m pytest -m "not slow and not integration" $(PYTEST_ARGS)
+	@$(PYTEST) $(XDIST) -m "not slow and not integration and not long" $(PYTEST_ARGS)
+
+# The checks too long for every CI run (docs/testing.md says when to run them): the 20 seeded kill points
+# (ZERO_FAULTS=full; ZERO_FAULTS=N runs the first N) and the learning test's paper recipe.
+ZERO_FAULTS ?= full
+test-long: install
+	@ZERO_FAULTS=$(ZERO_FAULTS) $(PYTEST) $(XDIST) -m long --durations=25 $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$status
 
 # Remove this workspace's generations, tracking database, Prefect state and DVC cache/remote (asks first).
 clean-runs: down

@@ -56,9 +56,10 @@ def run_with_terminal_stderr(args, cwd):
     return proc.returncode, out, drawn
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def harness():
-    """A real, temporary Prefect server for the flow tests of one module."""
+    """A real, temporary Prefect server, started once for every flow test of the session (each xdist worker
+    has its own): the flow tests run against it in-process, each in a workspace of its own."""
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=120):

@@ -1,7 +1,15 @@
-"""Kill anything at any time: a generation recovers, as docs/pipeline.md says, to the bytes of an uninterrupted run.
+"""The whole pipeline as a person runs it, and killed at any time: a generation recovers, as docs/pipeline.md
+says, to the bytes of an uninterrupted run.
 
-Two workspaces, each with its own Prefect server and serve process on 127.0.0.1:
-the reference runs generations 1..N without interruption; the other runs the
+Two workspaces, each with its own Prefect server and serve process on 127.0.0.1
+(git + DVC repo, its own PREFECT_HOME and mlflow.db, the smoke params):
+the reference runs generations 1..N without interruption (`python -m flows.serve run`,
+what `make run` calls); its first generation is checked for what a generation must
+leave behind (shards, SGFs, dvc.lock, the DVC remote, the MLflow run, the registry),
+its second is remade by `dvc repro` to the recorded hashes, and after the kill tests a
+further generation started with `prefect deployment run` refuses a second run of its
+line, is killed mid-self-play with shards done, and is retried without losing or
+replaying a game. The other workspace runs the
 same generations and is hit once in each with `kill -9`. A kill point is a
 target and a step of the generation. The targets: the serve process, the flow
 process, both at once (the serve process group: nobody is left to report the
@@ -26,6 +34,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -35,6 +44,10 @@ import pytest
 import yaml
 
 from pipeline_support import BIN, SMOKE, TAG, Pipeline, free_port, make_workspace
+
+# The refused and killed generation plays longer shards, so that the run can be killed between them.
+SLOW_SELFPLAY = ["pipeline.selfplay_shards=4", "selfplay.games_per_shard=24", "selfplay.visits=48",
+                 "selfplay.concurrent_games=24"]
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.timeout(5400)]
 
@@ -264,15 +277,19 @@ def pipeline_at(tmp_path_factory, name: str) -> Pipeline:
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    """Generations 1..N run back to back without interruption; the seconds each took."""
+    """Generations 1..N run back to back without interruption; the seconds each took and each flow run's id.
+    About 2.5 minutes on a core: a server, the serve process and four served smoke generations."""
     p = pipeline_at(tmp_path_factory, "reference")
     try:
-        p.seconds = []
+        p.seconds, p.run_ids = [], []
         for g in range(1, GENERATIONS + 1):
             started = time.time()
-            code, out = finish(start_run(p))
-            assert code == 0, out
+            watch = start_run(p)
+            run_id, lines = run_id_of(watch)
+            code, out = finish(watch)
+            assert code == 0, "".join(lines) + out
             p.seconds.append(time.time() - started)
+            p.run_ids.append(run_id)
         yield p
     finally:
         p.serve("down", check=False)
@@ -285,6 +302,61 @@ def faulty(tmp_path_factory):
         yield p
     finally:
         p.serve("down", check=False)
+
+
+def lock_stages(p: Pipeline) -> dict:
+    return yaml.safe_load((p.root / "dvc.lock").read_text())["stages"]
+
+
+def test_a_served_generation_leaves_its_shards_lock_remote_mlflow_run_and_model_version(reference):
+    p, g1 = reference, generation_dir(reference, 1)
+    run_id = p.run_ids[0]
+    assert p.flow_run(run_id)["state"]["type"] == "COMPLETED"
+    # shards and SGFs exist
+    assert sorted(x.name for x in (g1 / "games").glob("*.npz")) == ["shard-000.npz", "shard-001.npz"]
+    assert len(list((g1 / "games/sgf").rglob("*.sgf"))) == 16
+    assert len(list((g1 / "gate/sgf").rglob("*.sgf"))) == 8
+    # dvc.lock records them, and the default remote holds them
+    games = {o["path"]: o for o in lock_stages(p)[f"selfplay@{TAG}-g0001"]["outs"]}[f"gens/{TAG}/g0001/games"]
+    assert games["nfiles"] == 18  # 2 shards + 16 SGFs
+    assert "in sync" in p.sh(str(BIN / "dvc"), "status", "--cloud").stdout
+    assert "up to date" in p.sh(str(BIN / "dvc"), "status").stdout.lower()
+    # the MLflow run: params, per-step metrics, tags, artifacts
+    record = json.loads((g1 / "generation.json").read_text())
+    t = p.tracker()
+    run = t.client.get_run(record["mlflow_run_id"])
+    assert run.data.params["train.batch_size"] == "32" and run.data.params["gate.games"] == "8"
+    for key in ("loss", "policy_loss", "value_loss", "entropy", "lr", "positions_per_s"):
+        assert len(t.client.get_metric_history(run.info.run_id, key)) == 20
+    for key in ("gate_wins", "gate_losses", "gate_draws", "gate_win_rate", "gate_elo", "gate_elo_low", "gate_elo_high"):
+        assert key in run.data.metrics
+    tags = run.data.tags
+    assert tags["zero.generation"] == "1" and tags["zero.game"] == TAG
+    assert tags["zero.data.g0001"] == games["md5"]
+    assert tags["zero.params_hash"] == record["params_hash"]
+    assert tags["zero.git_commit"] and tags["zero.git_dirty"] in ("true", "false")
+    assert tags["zero.flow_run_id"] == run_id
+    # a model version for each generation; the alias on the newest that passed its gate
+    versions = t.versions()
+    assert [v.tags["zero.generation"] for v in versions] == [str(g) for g in range(GENERATIONS + 1)]
+    assert versions[1].run_id == run.info.run_id
+    assert versions[1].tags["zero.gate_passed"] == str(record["gate"]["passed"]).lower()
+    passed = [v for v in versions if v.tags.get("zero.gate_passed") == "true"]
+    assert str(t.champion().version) == str(max(passed, key=lambda v: int(v.version)).version if passed else 1)
+
+
+def test_dvc_repro_of_generation_two_recreates_the_recorded_hashes(reference):
+    p, g2 = reference, generation_dir(reference, 2)
+    before = (p.root / "dvc.lock").read_text()
+    for name in ("games", "gate"):
+        shutil.rmtree(g2 / name)
+    for name in ("window.json", "candidate.pt", "champion.pt"):
+        (g2 / name).unlink()
+    stages = [f"{s}@{TAG}-g0002" for s in ("selfplay", "dataset", "train", "gate", "champion")]
+    out = p.sh(str(BIN / "dvc"), "repro", "--force", "--single-item", *stages)
+    assert re.findall(r"Running stage '([^']+)'", out.stdout) == stages
+    assert (p.root / "dvc.lock").read_text() == before
+    assert "up to date" in p.sh(str(BIN / "dvc"), "status").stdout.lower()
 
 
 def test_a_run_killed_with_its_serve_process_is_crashed_and_resumed(reference, faulty):
@@ -368,6 +440,7 @@ def kill_points(rng: random.Random) -> list[tuple[str, str]]:
 STEP_WAIT_S = {"self-play": 2.0, "DVC push": 0.0, "training": 2.5, "gate": 0.3, "promotion": 0.0}
 
 
+@pytest.mark.long
 @pytest.mark.skipif(KILL_POINTS == 0, reason="seeded kill points run with ZERO_FAULTS=<n> or full")
 def test_seeded_kills_in_every_step_recover_to_the_uninterrupted_bytes(reference, faulty):
     p, rng = faulty, random.Random(SEED)
@@ -393,3 +466,72 @@ def test_seeded_kills_in_every_step_recover_to_the_uninterrupted_bytes(reference
     assert len(rows) == KILL_POINTS
     if KILL_POINTS == len(TARGETS) * len(STEPS):  # the full set hit every step it meant to
         assert {r["at_kill"] for r in rows} >= set(STEPS), rows
+
+
+def test_a_second_run_is_refused_then_the_killed_run_is_retried_without_losing_or_replaying_games(reference):
+    """Last in the module: a further generation of the reference (its earlier ones are done and compared), started
+    with `prefect deployment run` as a user would. A second run of the line is refused; the first is killed once
+    a shard of four is done, and its retry keeps the finished shards (their bytes and their CPU time)."""
+    p = reference
+    overrides = "overrides=" + json.dumps(SLOW_SELFPLAY)
+    first, _ = p.deployment_run(f"params_file={SMOKE}", overrides, watch=False)
+    lock = p.root / "gens" / TAG / ".lock"
+
+    deadline = time.time() + 300
+    while time.time() < deadline:  # the first run holds the line
+        holder = json.loads(lock.read_text() or "{}") if lock.is_file() else {}
+        if holder.get("owner") == first:
+            break
+        time.sleep(0.5)
+    assert holder.get("owner") == first, p.flow_run(first)["state"]
+    g = holder["generation"]
+    assert g == GENERATIONS + 1
+    gen = generation_dir(p, g)
+
+    second, proc = p.deployment_run(f"params_file={SMOKE}", overrides, check=False)
+    assert proc.returncode == 1
+    state = p.flow_run(second)["state"]
+    assert state["type"] == "FAILED" and "already running" in state["message"] and first in state["message"]
+
+    deadline = time.time() + 300
+    while time.time() < deadline and not list((gen / "games").glob("shard-*.npz")):
+        time.sleep(0.2)
+    done = {x.name: x.stat().st_mtime_ns for x in (gen / "games").glob("shard-*.npz")}
+    assert done, "no shard finished before the deadline"
+    os.kill(holder["pid"], signal.SIGKILL)
+    assert p.wait_state(first, {"CRASHED", "FAILED"}, timeout=120)["state"]["type"] == "CRASHED"
+    assert not (gen / "generation.json").exists()
+
+    p.serve("retry", first)
+    run = p.wait_state(first, {"COMPLETED", "FAILED", "CRASHED"}, timeout=600)
+    assert run["state"]["type"] == "COMPLETED", run["state"]
+    shards = sorted((gen / "games").glob("shard-*.npz"))
+    assert [x.name for x in shards] == [f"shard-{k:03d}.npz" for k in range(4)]
+    for name, stamp in done.items():  # finished before the kill: kept, not played again
+        assert (gen / "games" / name).stat().st_mtime_ns == stamp
+    record = json.loads((gen / "generation.json").read_text())
+    assert record["selfplay"]["games"] == 4 * 24 and record["flow_run_id"] == first
+    assert record["selfplay"]["shards_reused"] >= len(done)
+    # the shards the killed attempt finished are counted in the generation's compute, at their CPU time
+    spent = sum(json.loads((gen / "spent" / f"selfplay-{name[6:9]}.json").read_text())["cpu_s"] for name in done)
+    assert spent > 0  # the record keeps tenths of a second: compare at that precision
+    assert record["compute"]["cpu_s_by_stage"]["earlier_attempts"] >= round(spent, 1)
+    print(f"killed with {len(done)} of 4 shards done; the retry reused {record['selfplay']['shards_reused']}")
+    assert len(list((gen / "games/sgf").rglob("*.sgf"))) == 4 * 24
+    assert not list((gen / "games").rglob("*.tmp"))
+    from flows.stages import shard_stats
+
+    assert sum(shard_stats(x)["games"] for x in shards) == 4 * 24
+    window = json.loads((gen / "window.json").read_text())
+    assert [s["generation"] for s in window["shards"]][-4:] == [g] * 4
+    # one MLflow run and one model version for the generation
+    t = p.tracker()
+    runs = generation_runs(t, g)
+    assert len(runs) == 1 and runs[0].info.status == "FINISHED"
+    assert [v.tags["zero.generation"] for v in t.versions()] == [str(i) for i in range(g + 1)]
+    gate = json.loads((gen / "gate/result.json").read_text())
+    champion = t.champion()
+    if gate["passed"]:
+        assert champion.tags["zero.generation"] == str(g)
+    else:
+        assert champion.tags["zero.generation"] != str(g)

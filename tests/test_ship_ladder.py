@@ -61,23 +61,34 @@ def test_a_torn_lineage_is_named_and_left_as_it_was(shipped, tmp_path):
 
 
 def test_the_command_records_the_shipped_champions_committed_ladder(tmp_path, capsys):
-    """The shipped 9x9 champion's own results (docs/strength/go-9-campaign-g140-ladder) go into a copy of its
-    lineage, found by the network's hash; generation 129's (docs/strength/go-9-campaign-g129-ladder) are another network's."""
+    """Whatever champion is shipped: its committed ladder (the directory its lineage names) goes into a copy of
+    its lineage, found by the network's hash, and the command prints each pairing's score as the files hold it;
+    the same pairings under another network's hash are not this champion's."""
     from pathlib import Path
+
+    from zero.ladder import read_pairings
 
     repo = Path(__file__).resolve().parent.parent
     models = tmp_path / "models"
     shutil.copytree(repo / "models", models)
     lineage = json.loads((models / "go-9.json").read_text())
+    source = repo / lineage["ladder"]["source"]
+    mine = [r for r in read_pairings(source) if r.get("a_sha256") == lineage["sha256"]]
+    assert mine, f"{source}: no pairing of the shipped champion"
     lineage["ladder"] = None
     (models / "go-9.json").write_text(json.dumps(lineage))
     args = ["--params", str(repo / "campaigns" / "go-9.yaml"), "--root", str(repo), "--models", str(models)]
-    assert main(args + ["--ladder", str(repo / "docs" / "strength" / "go-9-campaign-g140-ladder")]) == 0
-    assert "g140 against gnugo-l10: 79-21-0" in capsys.readouterr().out
+    assert main(args + ["--ladder", str(source)]) == 0
+    printed = capsys.readouterr().out
+    for r in mine:
+        assert f"{r['a']} against {r['b']}: {r['wins']}-{r['losses']}-{r['draws']}" in printed
     lineage = json.loads((models / "go-9.json").read_text())
     assert lineage["ladder"]["matched_by"] == "sha256"
-    assert sorted(m["b"] for m in lineage["ladder"]["matches"]) == ["gnugo-l1", "gnugo-l10", "gnugo-l5"]
-    assert main(args + ["--ladder", str(repo / "docs" / "strength" / "go-9-campaign-g129-ladder")]) == 2
+    assert sorted(m["b"] for m in lineage["ladder"]["matches"]) == sorted(r["b"] for r in mine)
+    other = tmp_path / "other-network"
+    for r in mine:
+        write_pairing(other, {**r, "a_sha256": "f" * 64})
+    assert main(args + ["--ladder", str(other)]) == 2
     assert "no pairing of go-9.json's champion" in capsys.readouterr().err
     assert main(args + ["--ladder", str(tmp_path / "nothing")]) == 2
     assert "not a ladder directory" in capsys.readouterr().err

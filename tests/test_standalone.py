@@ -19,9 +19,10 @@ def _stamps(gen):
     return {str(p.relative_to(gen.dir)): (p.stat().st_mtime_ns, stages.file_sha256(p)) for p in files}
 
 
-@pytest.fixture
-def made(tmp_path):
-    root = make_workspace(tmp_path / "ws")
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """Two generations made once for the module; the tests after the first may add generations after them."""
+    root = make_workspace(tmp_path_factory.mktemp("standalone") / "ws")
     params = load_params(root / SMOKE, SMALL)
     done = standalone.run(root, params, generations=2, say=lambda *a: None)
     return root, params, done
@@ -57,9 +58,13 @@ def test_other_params_for_a_started_generation_are_refused(made):
     root, params, _ = made
     from flows.layout import LineError
 
-    gen3 = Workspace(root).generation(params.game.tag, 3)
-    gen3.dir.mkdir(parents=True)
-    Workspace(root).write_snapshot(gen3, params)
+    ws = Workspace(root)
+    g = 1
+    while ws.generation(params.game.tag, g).champion.is_file():
+        g += 1
+    started = ws.generation(params.game.tag, g)  # the next generation, started with the line's params
+    started.dir.mkdir(parents=True)
+    ws.write_snapshot(started, params)
     other = load_params(root / SMOKE, SMALL + ["selfplay.visits=7"])
     with pytest.raises(LineError, match="other params"):
         standalone.run(root, other, generations=1, say=lambda *a: None)
