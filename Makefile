@@ -103,11 +103,14 @@ loop: check up
 	$(BIN)/prefect deployment run zero-loop/local --param params_file=$(PARAMS)
 
 # A training campaign: zero-loop over campaigns/$(LINE).yaml, shipping each champion that passes.
+# OVERRIDES: section.key=value settings on top of the line's file, space-separated (e.g. the float32 switches
+# that `flows.serve check` names on a CPU without bfloat16 instructions).
 LINE ?= go-9
 campaign: install up
 	@$(BIN)/python -m flows.lineage committed
-	@$(BIN)/python -m flows.serve check campaigns/$(LINE).yaml
-	$(BIN)/prefect deployment run zero-loop/local --param params_file=campaigns/$(LINE).yaml --param ship=true
+	@$(BIN)/python -m flows.serve check campaigns/$(LINE).yaml $(foreach o,$(OVERRIDES),--set $(o))
+	$(BIN)/prefect deployment run zero-loop/local --param params_file=campaigns/$(LINE).yaml --param ship=true \
+		$(if $(OVERRIDES),--param overrides="$$($(BIN)/python -c 'import json,sys; print(json.dumps(sys.argv[1:]))' $(OVERRIDES))")
 
 # A campaign's newest state (champion, lineage, training window) from workspace $(WS) into campaigns/state/,
 # where campaigns/$(LINE).yaml resumes from; commit campaigns/state/ after it.

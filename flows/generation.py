@@ -159,6 +159,7 @@ def zero_generation(
 def run_generation(root: Path, params, generation: int | None = None) -> dict:
     """The steps of one generation, in order, under the line's lock; then the optional ladder."""
     from flows import tracking
+    from zero.inference import arithmetic
 
     log = get_run_logger()
     ws = Workspace(root)
@@ -196,6 +197,8 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
             record["seconds"], params, cpu_seconds() - flow_cpu, selfplay, trained, gate)
         if made:
             record["standalone"] = {k: made[k] for k in ("host", "finished_at")}
+        # the CPU and the number formats the stages computed in: what dvc repro must match to give the same bytes
+        record["arithmetic"] = made.get("arithmetic") if made else arithmetic(params)
         record["recipe"] = recipe
         if actors:
             record["selfplay"]["actors"] = actors

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from zero.config import load_params
+from zero.config import ConfigError, load_params
 
 
 class GenerationRequest(BaseModel):
@@ -28,6 +28,18 @@ class GenerationRequest(BaseModel):
         return Path(self.workdir or os.getcwd()).resolve()
 
     def load(self):
-        """The validated Params (ConfigError naming the field on unknown keys or bad values)."""
+        """The validated Params (ConfigError naming the field on unknown keys or bad values, or the bfloat16
+        switches on a CPU without bfloat16 instructions)."""
         path = Path(self.params_file)
-        return load_params(path if path.is_absolute() else self.root() / path, list(self.overrides))
+        return runnable_here(load_params(path if path.is_absolute() else self.root() / path, list(self.overrides)))
+
+
+def runnable_here(params):
+    """The params, or ConfigError when this machine cannot run them as asked (zero.inference.bf16_refusal):
+    a line must not run several times slower than it should with nothing but a warning to say so."""
+    from zero.inference import bf16_refusal
+
+    why = bf16_refusal(params)
+    if why:
+        raise ConfigError(why)
+    return params

@@ -96,12 +96,17 @@ def cmd_check(args) -> int:
     from zero.config import ConfigError, load_params
 
     path = Path(args.params)
+    from flows.request import runnable_here
+    from zero.inference import arithmetic
+
     try:
-        params = load_params(path if path.is_absolute() else Path(args.root) / path, args.set)
+        params = runnable_here(load_params(path if path.is_absolute() else Path(args.root) / path, args.set))
     except ConfigError as e:
         print(e, file=sys.stderr)
         return 2
-    print(f"{args.params}: ok ({params.game.tag}, params hash {params.digest()[:12]})")
+    math = arithmetic(params)
+    print(f"{args.params}: ok ({params.game.tag}, params hash {params.digest()[:12]}; on {math['cpu']}: "
+          f"self-play {math['selfplay']}, training {math['train']}, gate {math['gate']})")
     return 0
 
 

@@ -59,6 +59,10 @@ def run(root: Path, params, generations: int | None = None, minutes: float | Non
     Resumes after the last generation with a champion; a generation is started only if the last one's
     time still fits before the deadline. Returns each generation's standalone record.
     """
+    from flows.request import runnable_here
+    from zero.inference import arithmetic
+
+    runnable_here(params)  # ConfigError: bfloat16 asked of a CPU without its instructions
     ws = Workspace(root)
     tag = params.game.tag
     deadline = None if minutes is None else time.time() + minutes * 60
@@ -89,6 +93,7 @@ def run(root: Path, params, generations: int | None = None, minutes: float | Non
         champion = stages.champion(gen)
         last_s = time.time() - started
         record = {"generation": g, "host": platform.node(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                  "arithmetic": arithmetic(gparams),
                   "compute": compute_record(last_s, used_gpus(gparams), cpu_seconds() - cpu0),
                   "recipe": recipe, "games": sum(s["games"] for s in shards),
                   "positions": sum(s["positions"] for s in shards),

@@ -1,6 +1,19 @@
-import pytest
+import os
 
-from zero.config import load_params
+# Under pytest-xdist (`make test` runs two workers) each worker keeps to a core of its own, before torch or numba
+# start their threads: a worker's threads and its subprocesses then never wait at a barrier on a thread that the
+# other worker's load has descheduled (unpinned, two workers of two threads each on two cores ran the search
+# tests up to ten times slower). With one core, or outside xdist, nothing changes.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _WORKER.startswith("gw") and hasattr(os, "sched_setaffinity"):
+    _cores = sorted(os.sched_getaffinity(0))
+    if len(_cores) > 1:
+        os.sched_setaffinity(0, {_cores[int(_WORKER[2:]) % len(_cores)]})
+
+import pytest  # noqa: E402
+
+from zero.config import load_params  # noqa: E402
+
 
 TINY = [
     "game.name=gomoku", "game.height=6", "game.width=6", "game.k=4",

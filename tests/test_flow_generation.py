@@ -54,6 +54,7 @@ def test_two_generations_are_recorded_in_dvc_mlflow_and_the_registry(two_generat
             out_hashes(root, f"selfplay@gomoku-6x6x4-g{rec['generation']:04d}")[f"{gen_dir.relative_to(root)}/games"]
         assert json.loads((gen_dir / "generation.json").read_text())["mlflow_run_id"] == rec["mlflow_run_id"]
         assert len(rec["seeds"]["selfplay"]) == 2 and rec["git_dirty"] in ("true", "false")
+        assert rec["arithmetic"]["cpu"] and rec["arithmetic"]["selfplay"] == "float32"  # where and in what it ran
     assert set(records[1]["data"]) == {"g0001", "g0002"}  # window_generations: 2
     assert (root / "dvc-remote").is_dir() and any((root / "dvc-remote").rglob("*"))
 

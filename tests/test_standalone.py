@@ -37,7 +37,7 @@ def test_it_makes_generations_with_their_compute_and_lists_them_as_pending(made)
         record = standalone.made_here(gen)
         assert gen.champion.is_file() and gen.candidate.is_file() and gen.gate_result.is_file()
         assert record["games"] == 8 and record["compute"]["wall_s"] > 0 and record["compute"]["gpus"] == 0
-        assert record["compute"]["cpu_s"] > 0
+        assert record["compute"]["cpu_s"] > 0 and record["arithmetic"]["train"] == "float32"
         assert not gen.record_file.exists()  # nothing is recorded: the flow does that
         kept = stages.trained_elsewhere(gen)  # the training's summary and curves, for the flow's MLflow run
         assert kept["summary"]["sha256"] == stages.file_sha256(gen.candidate) and len(kept["steps"]) == 3

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from zero.config import (MAX_CONCURRENT, MAX_GAMES, MAX_SEED, MAX_TREE_BYTES, MAX_VISITS, ConfigError,
-                         load_params, tree_bytes)
+                         load_params, params_from_dict, tree_bytes)
 from zero.notation import NotationError, parse_colour
 
 
@@ -170,6 +170,50 @@ def _params(args):
     return load_params(path, args.set)
 
 
+def lineage_of(model: str | Path | None) -> tuple[Path, dict] | None:
+    """The lineage of a network file: `<model>.json` beside it (as flows.ship writes models/<tag>.json and
+    campaigns/state/<tag>.json), when it names this very network (its sha256) and holds the params it was
+    trained with. None otherwise."""
+    from zero.shards import file_sha256
+
+    if model is None:
+        return None
+    path = Path(model).with_suffix(".json")
+    try:
+        lineage = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(lineage, dict) or not isinstance(lineage.get("params"), dict):
+        return None
+    if lineage.get("sha256") != file_sha256(model):
+        return None
+    return path, lineage
+
+
+def _measured_visits(lineage: dict) -> int | None:
+    """The visits a move the champion's recorded ladder played at, when its matches agree on one."""
+    visits = {m.get("visits") for m in ((lineage.get("ladder") or {}).get("matches") or [])}
+    return visits.pop() if len(visits) == 1 and None not in visits else None
+
+
+def _player_params(args, params, model: str | None, measured_visits: bool = True):
+    """The params a player plays with: with --params, that file's; without, the settings its network was
+    trained and measured with (its lineage's params and, with `measured_visits`, the visits its ladder played),
+    said on stderr. --set applies on top either way; --visits overrides the visits."""
+    found = None if args.params is not None else lineage_of(model)
+    if found is None:
+        return params
+    path, lineage = found
+    params = params_from_dict(lineage["params"], args.set, source=str(path))
+    visits = _measured_visits(lineage) if measured_visits else None
+    if visits is not None and args.visits is None:
+        args.visits = visits
+    said = f", {visits} visits a move as its ladder measured" if visits is not None and args.visits == visits else ""
+    print(f"zero: playing with the search settings {Path(model).name} was trained and measured with "
+          f"({path}{said}); --params FILE chooses others", file=sys.stderr)
+    return params
+
+
 def _progress(total: int, label: str):
     """A rich progress bar on stderr (drawn only when stderr is a terminal) and a tick that advances it by one.
 
@@ -230,11 +274,9 @@ def cmd_train(args) -> int:
     return 0
 
 
-def cmd_match(args) -> int:
-    from zero.fileio import atomic_write_text
-    from zero.games import make_game
-    from zero.match import params_for_players, play_match
-
+def _match_params(args):
+    """The params of a match: `--a/--b shipped` named as the shipped champion's file; without --params, the
+    search of the first network player with a lineage (both players search alike)."""
     params = _params(args)
     for side in ("a", "b"):
         if getattr(args, side) == "shipped":
@@ -243,6 +285,18 @@ def cmd_match(args) -> int:
                 raise UsageError(f"--{side} shipped: no champion is shipped for {params.game.tag} (models/{params.game.tag}.pt)")
             print(f"zero: --{side} is the shipped champion {shipped}", file=sys.stderr)
             setattr(args, side, str(shipped))
+    networks = [spec for spec in (args.a, args.b) if lineage_of(_network_file(spec))]
+    if networks:
+        params = _player_params(args, params, _network_file(networks[0]), measured_visits=False)
+    return params
+
+
+def cmd_match(args) -> int:
+    from zero.fileio import atomic_write_text
+    from zero.games import make_game
+    from zero.match import params_for_players, play_match
+
+    params = _match_params(args)
     games = args.games if args.games is not None else params.gate.games
     visits = args.visits if args.visits is not None else params.gate.visits
     at_once = min(params.gate.concurrent_games, games)
@@ -271,6 +325,19 @@ LEAF_BATCH = 8
 IN_FLIGHT = 2
 
 
+def _network_file(spec: str) -> str | None:
+    """The network file of a match player spec (`PATH` or `PATH?v=N`), None for the players without one."""
+    from zero.match import split_options
+
+    if spec in ("random", "init") or spec.startswith(("mcts:", "gtp:", "gnugo:", "pachi:")):
+        return None
+    try:
+        path, _ = split_options(spec)
+    except ValueError:
+        return None
+    return path if Path(path).is_file() else None
+
+
 def _leaf_batched(params, args):
     """The params with mcts.leaf_batch and leaf_batches_in_flight of the command line: an engine's
     single-game search, several leaves a network call, several calls at once."""
@@ -282,8 +349,9 @@ def cmd_gtp(args) -> int:
     from zero.gtp import run_gtp
     from zero.match import params_for_players
 
-    params = _leaf_batched(_params(args), args)
+    params = _params(args)
     model = _model_or_shipped(params, args.model)
+    params = _leaf_batched(_player_params(args, params, model), args)
     params = params_for_players(params, [model] if model else [])  # the planes the network was trained with
     return run_gtp(params, model, args.visits, sys.stdin, sys.stdout) or 0
 
@@ -293,8 +361,9 @@ def cmd_play(args) -> int:
     from zero.match import params_for_players
     from zero.play import run_play
 
-    params = _leaf_batched(_params(args), args)
+    params = _params(args)
     model = _model_or_shipped(params, args.model)
+    params = _leaf_batched(_player_params(args, params, model), args)
     if model is not None:
         params = params_for_players(params, [model])  # the planes the network was trained with
         _check_model(params, make_game(params.game), model)

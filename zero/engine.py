@@ -303,7 +303,11 @@ def _hashes(position) -> np.ndarray:
 
 
 def _wilson_lower(p: float, n: int, z: float = LCB_Z) -> float:
-    """The lower end of the Wilson score interval for a rate p observed over n trials."""
+    """The lower end of the Wilson score interval for a rate p observed over n trials.
+
+    Written out rather than scipy's `BinomTestResult.proportion_ci(method="wilson")`: a move's winrate is the
+    mean of its visits' values, a fraction rather than a count of wins, and this runs for every move listed in
+    each lz-analyze report."""
     if n <= 0:
         return 0.0
     z2 = z * z

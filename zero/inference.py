@@ -80,6 +80,53 @@ def cpu_has_bfloat16() -> bool | None:
     return bool(words & {"avx512_bf16", "amx_bf16", "bf16"})
 
 
+@functools.cache
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo's `model name`, else platform.processor(), else "unknown")."""
+    import platform
+
+    info = Path("/proc/cpuinfo")
+    if info.is_file():
+        for line in info.read_text(errors="replace").splitlines():
+            if line.startswith("model name") and ":" in line:
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def _on_cpu(section) -> bool:
+    """Whether a stage's network runs on this machine's CPU (device cpu, or auto without CUDA)."""
+    return section.device == "cpu" or (section.device == "auto" and not torch.cuda.is_available())
+
+
+def arithmetic(params) -> dict:
+    """What a generation's stages compute in on this machine: the CPU, whether it has bfloat16 instructions,
+    and for self-play, training and the gate the number format and layout of their network."""
+    stages = {}
+    for name in ("selfplay", "train", "gate"):
+        section = getattr(params, name)
+        if not _on_cpu(section):
+            stages[name] = "cuda"
+            continue
+        bf16 = section.cpu_bf16
+        layout = section.channels_last if name == "train" else section.fast_inference
+        stages[name] = ("bfloat16" if bf16 else "float32") + (", channels-last" if layout else "")
+    return {"cpu": cpu_model(), "bf16_instructions": cpu_has_bfloat16(), **stages}
+
+
+def bf16_refusal(params) -> str | None:
+    """Why params must not run here, when they ask for bfloat16 on a CPU without bfloat16 instructions: it runs
+    emulated, several times slower than float32 (7.2x in self-play on an AMD EPYC with AVX2 alone). None when
+    they can run as asked."""
+    asked = [f"{name}.cpu_bf16" for name in ("selfplay", "train", "gate")
+             if getattr(params, name).cpu_bf16 and _on_cpu(getattr(params, name))]
+    if not asked or cpu_has_bfloat16() is not False:
+        return None
+    off = " ".join(f"{a}=false" for a in asked)
+    return (f"{', '.join(asked)}: this CPU ({cpu_model()}) has no bfloat16 instructions (avx512_bf16, amx_bf16), so "
+            f"bfloat16 would run emulated, several times slower than float32; run these params with {off} "
+            f"(the same recipe in float32, up to rounding), or on a CPU that has them")
+
+
 def bucket_for(n: int, buckets: tuple[int, ...] = BUCKETS) -> int:
     """The smallest bucket that holds a batch of n (n itself past the largest)."""
     for b in buckets:
