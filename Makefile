@@ -12,7 +12,7 @@
 #   make test-fast                 the tests not marked slow (a few minutes)
 #   make test-long                 the checks too long for every CI run (seeded kills, the paper recipe's learning)
 #
-# Other targets: install, up, down, serve, repro, loop, record, ship, mlflow-ui, where, check, clean-runs.
+# Other targets: install, lock, up, down, serve, repro, loop, record, ship, mlflow-ui, where, check, clean-runs.
 # Nothing listens beyond 127.0.0.1; PREFECT_HOME, the MLflow database and the DVC remote live in this directory.
 
 SHELL := /bin/bash
@@ -44,7 +44,7 @@ export DVC_NO_ANALYTICS := 1
 export DO_NOT_TRACK := 1
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help install gnugo run up down serve check where repro loop campaign campaign-save record ship ladder compare mlflow-ui test test-fast test-long clean-runs
+.PHONY: help install gnugo run up down serve check where repro loop campaign campaign-save record ship ladder compare mlflow-ui test test-fast test-long lock clean-runs
 
 help:
 	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'
@@ -53,14 +53,25 @@ help:
 # pinned to its CPU build (2.13.0+cpu: from a local wheel where pip finds one, otherwise from PyTorch's CPU index; PyPI's Linux
 # wheel brings gigabytes of CUDA libraries). A GPU box names its
 # CUDA build instead: make install TORCH=torch==2.13.0 TORCH_INDEX=https://download.pytorch.org/whl/cu128
-$(STAMP): pyproject.toml
+# Every other package at the exact version of requirements.lock (`make lock` remakes it from pyproject.toml's ranges).
+LOCK := requirements.lock
+$(STAMP): pyproject.toml $(LOCK)
 	@echo "installing zero with its pipeline, ray and test extras into $(VENV) (about 3 minutes the first time)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet "$(TORCH)" 2>/dev/null || { set -o pipefail; \
 		$(BIN)/python -m pip install --quiet "$(TORCH)" --extra-index-url "$(TORCH_INDEX)" 2>&1 | $(PIP_NOISE); }
-	@set -o pipefail; $(BIN)/python -m pip install --quiet -e ".[pipeline,ray,test]" 2>&1 | $(PIP_NOISE)
+	@set -o pipefail; $(BIN)/python -m pip install --quiet -c $(LOCK) -e ".[pipeline,ray,test]" 2>&1 | $(PIP_NOISE)
 	@$(MAKE) --no-print-directory gnugo
 	@touch $@
+
+# requirements.lock anew: pyproject.toml's ranges resolved in a throwaway venv, frozen (torch left to TORCH).
+lock:
+	@rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	@.lock-venv/bin/python -m pip install --quiet "$(TORCH)" 2>/dev/null || .lock-venv/bin/python -m pip install \
+		--quiet "$(TORCH)" --extra-index-url "$(TORCH_INDEX)"
+	@set -o pipefail; .lock-venv/bin/python -m pip install --quiet -e ".[pipeline,ray,test]" 2>&1 | $(PIP_NOISE)
+	@{ sed -n '1,2p' $(LOCK); .lock-venv/bin/python -m pip freeze --exclude-editable | grep -v '^torch=='; } > $(LOCK).new
+	@mv $(LOCK).new $(LOCK) && rm -rf .lock-venv && echo "$(LOCK): $$(grep -vc '^#' $(LOCK)) packages"
 
 # GNU Go 3.8, the ladder's outside engine: installed with apt-get where this runs as root on Debian or Ubuntu,
 # otherwise say how (the ladder and its tests need it; everything else runs without it).

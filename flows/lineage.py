@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 DEFAULT_REMOTE = "local"
-CODE_PATHS = ("zero", "flows", "pyproject.toml", "dvc.yaml")
+CODE_PATHS = ("zero", "flows", "pyproject.toml", "requirements.lock", "dvc.yaml")
 
 
 class LineageError(RuntimeError):
@@ -147,14 +147,17 @@ def require_committed(code_root: str | Path | None = None) -> str:
 
 
 def code_state(code_root: str | Path | None = None) -> dict[str, str]:
-    """The git commit of the code and whether its tracked code paths differ from it."""
+    """The git commit of the code, whether its tracked code paths differ from it, and the sha256 of the
+    requirements.lock the libraries were installed from."""
     code_root = Path(code_root or Path(__file__).resolve().parent.parent)
     head = git(code_root, "rev-parse", "HEAD", check=False)
     commit_id = head.stdout.strip() if head.returncode == 0 else "none"
     paths = [p for p in CODE_PATHS if (code_root / p).exists()]
     status = git(code_root, "status", "--porcelain", "--", *paths, check=False)
     dirty = status.returncode != 0 or bool(status.stdout.strip()) or commit_id == "none"
-    return {"git_commit": commit_id, "git_dirty": str(dirty).lower()}
+    lock = code_root / "requirements.lock"  # the exact library versions `make install` installed
+    lock_sha = hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else ""
+    return {"git_commit": commit_id, "git_dirty": str(dirty).lower(), "requirements_lock_sha256": lock_sha}
 
 
 def main(argv: list[str] | None = None) -> int:

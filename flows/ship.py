@@ -44,7 +44,7 @@ def _run_summary(ws: Workspace, tag: str) -> tuple[list[dict], dict]:
             "games": r["selfplay"]["games"], "positions": r["selfplay"]["positions"],
             "train_steps": r["train"]["steps"], "compute": compute_of(r), "params_hash": r["params_hash"],
             "git_commit": r.get("git_commit"), "git_dirty": r.get("git_dirty"),
-            "mlflow_run_id": r.get("mlflow_run_id"), "model_version": r.get("model_version"),
+            "requirements_lock_sha256": r.get("requirements_lock_sha256"), "mlflow_run_id": r.get("mlflow_run_id"), "model_version": r.get("model_version"),
             "sha256": r["train"]["sha256"], "ladder": r.get("ladder"),
         })
     totals = {"generations": len(gens), "passed": sum(x["passed"] for x in gens),

@@ -1,8 +1,10 @@
 """The zero-generation flow under Prefect's test harness, with a temporary MLflow database and DVC repo."""
 
+import hashlib
 import json
 import re
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -55,6 +57,8 @@ def test_two_generations_are_recorded_in_dvc_mlflow_and_the_registry(two_generat
         assert json.loads((gen_dir / "generation.json").read_text())["mlflow_run_id"] == rec["mlflow_run_id"]
         assert len(rec["seeds"]["selfplay"]) == 2 and rec["git_dirty"] in ("true", "false")
         assert rec["arithmetic"]["cpu"] and rec["arithmetic"]["selfplay"] == "float32"  # where and in what it ran
+        lock = Path(__file__).resolve().parent.parent / "requirements.lock"  # the libraries it ran with
+        assert rec["requirements_lock_sha256"] == hashlib.sha256(lock.read_bytes()).hexdigest()
     assert set(records[1]["data"]) == {"g0001", "g0002"}  # window_generations: 2
     assert (root / "dvc-remote").is_dir() and any((root / "dvc-remote").rglob("*"))
 
@@ -73,7 +77,8 @@ def test_mlflow_run_has_params_metrics_tags_and_artifacts(two_generations):
     assert tags["zero.generation"] == "2" and tags["zero.game"] == "gomoku-6x6x4"
     assert tags["zero.params_hash"] == records[1]["params_hash"]
     assert tags["zero.data.g0001"] and tags["zero.data.g0002"]
-    assert {"zero.git_commit", "zero.git_dirty", "zero.dvc_lock_sha256", "zero.seed.selfplay"} <= set(tags)
+    assert {"zero.git_commit", "zero.git_dirty", "zero.requirements_lock_sha256", "zero.dvc_lock_sha256",
+            "zero.seed.selfplay"} <= set(tags)
     arts = {a.path for a in t.client.list_artifacts(run.info.run_id)}
     assert {"model", "config", "gate", "plots"} <= arts
     sgfs = [a for a in t.client.list_artifacts(run.info.run_id, "gate/sgf/part-000")]

@@ -27,7 +27,8 @@ def checkout(tmp_path):
 
 def test_committed_code_passes_and_names_its_commit(checkout, capsys):
     commit = require_committed(checkout)
-    assert len(commit) == 40 and code_state(checkout) == {"git_commit": commit, "git_dirty": "false"}
+    assert len(commit) == 40
+    assert code_state(checkout) == {"git_commit": commit, "git_dirty": "false", "requirements_lock_sha256": ""}
     # what a campaign writes (models/, generations) is not code
     (checkout / "models" / "go-9.json").write_text('{"champion": 12}\n')
     assert require_committed(checkout) == commit
@@ -54,3 +55,18 @@ def test_a_folder_that_is_no_checkout_is_refused(tmp_path):
     (tmp_path / "zero").mkdir()
     with pytest.raises(LineageError, match="committed code only"):
         require_committed(tmp_path)
+
+
+def test_the_lock_the_libraries_came_from_is_recorded_and_is_code(checkout):
+    import hashlib
+
+    lock = checkout / "requirements.lock"
+    lock.write_text("numpy==2.4.6\n")
+    _git(checkout, "add", ".")
+    _git(checkout, "commit", "-q", "-m", "lock")
+    state = code_state(checkout)
+    assert state["requirements_lock_sha256"] == hashlib.sha256(b"numpy==2.4.6\n").hexdigest()
+    assert state["git_dirty"] == "false"
+    lock.write_text("numpy==2.5.0\n")  # another library version is another lineage
+    with pytest.raises(LineageError, match="requirements.lock.*committed code only"):
+        require_committed(checkout)
