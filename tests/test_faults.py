@@ -278,7 +278,8 @@ def pipeline_at(tmp_path_factory, name: str) -> Pipeline:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """Generations 1..N run back to back without interruption; the seconds each took and each flow run's id.
-    About 2.5 minutes on a core: a server, the serve process and four served smoke generations."""
+    About 2.5 minutes on a free core, up to 4 on a shared one: a server, the serve process and four served smoke
+    generations, each a flow run in a process of its own (the module's other workspace waits for them)."""
     p = pipeline_at(tmp_path_factory, "reference")
     try:
         p.seconds, p.run_ids = [], []

@@ -186,6 +186,7 @@ def test_shards_left_by_an_interrupted_run_are_kept(harness, workspace):
     assert stages.shard_stats(g1.shard(1))["sha256"] == left["sha256"]
 
 
+# About 40 s on a free core, up to 130 s on a shared one: two whole generations from a fresh workspace.
 def test_the_loop_runs_generations_back_to_back(harness, workspace):
     from flows.generation import zero_loop
 

@@ -71,6 +71,8 @@ def test_other_params_for_a_started_generation_are_refused(made):
 
 
 @pytest.mark.slow
+# About 55 s on a free core, up to 120 s on a shared one: two generations made standalone in a workspace of its
+# own, then two flow runs that record them.
 def test_the_flow_records_them_without_playing_or_training_again(harness, tmp_path, monkeypatch):
     from flows.generation import zero_generation
     from flows.tracking import Tracker

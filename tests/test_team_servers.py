@@ -196,6 +196,8 @@ class Team:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+# About 75 s on a free core, up to 140 s on a core shared with the other test worker: a PostgreSQL cluster made
+# by initdb, Prefect and MLflow servers migrating their schemas into it, a work pool and a process worker.
 @pytest.fixture(scope="module")
 def team():
     t = Team()
