@@ -444,10 +444,12 @@ STEP_WAIT_S = {"self-play": 2.0, "DVC push": 0.0, "training": 2.5, "gate": 0.3, 
 @pytest.mark.long
 @pytest.mark.skipif(KILL_POINTS == 0, reason="seeded kill points run with ZERO_FAULTS=<n> or full")
 def test_seeded_kills_in_every_step_recover_to_the_uninterrupted_bytes(reference, faulty):
+    from flows.layout import Workspace
+
     p, rng = faulty, random.Random(SEED)
     rows = []
     for i, (target, step) in enumerate(kill_points(rng)):
-        g = FIXED + 1 + i
+        g = Workspace(p.root).next_generation(TAG)  # after the fixed kill points' when they ran (not in test-long)
         wait = rng.uniform(0.0, STEP_WAIT_S[step])
         started = time.time()
         watch, run_id, flow = start_watched(p)
