@@ -140,3 +140,15 @@ def test_without_the_shipped_champion_a_line_that_ships_one_refuses_instead_of_p
     assert cli.main(["play", "--set", "game.size=9"]) == 2
     err = capsys.readouterr().err
     assert "the shipped champion for go-9 is not at" in err and "--model" in err
+
+
+@pytest.mark.parametrize("args", [["gtp", "--model", "missing.pt"], ["play", "--params", "missing.yaml"],
+                                  ["train", "--init", "missing.pt", "--data", "x.npz", "--out", "y.pt"]])
+def test_a_missing_file_is_named_before_torch_is_imported(tmp_path, args):
+    """What is not there is said at once: the command stops before importing torch (seconds on a cold start)."""
+    code = ("import sys; from zero.cli import main; rc = main(sys.argv[1:]); "
+            "print(rc, 'torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.stdout.split() == ["2", "False"], proc.stderr
+    assert f"{args[1]} {args[2]}: no such" in proc.stderr and "Traceback" not in proc.stderr

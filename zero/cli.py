@@ -698,7 +698,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _missing_file(args) -> str | None:
+    """A --params, --model or --init file that is not there, told before torch is imported (seconds)."""
+    for flag, kind in (("params", "params file"), ("model", "checkpoint file"), ("init", "checkpoint file")):
+        value = getattr(args, flag, None)
+        if isinstance(value, str) and value and not Path(value).is_file():
+            return f"--{flag} {value}: no such {kind}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    missing = _missing_file(args)
+    if missing:
+        print(f"zero: error: {missing}", file=sys.stderr)
+        return 2
     from zero.games.base import IllegalMove
     from zero.gtp_player import GtpEngineError
     from zero.network import CheckpointError
@@ -706,7 +720,6 @@ def main(argv: list[str] | None = None) -> int:
     from zero.sgf import SgfError
     from zero.train import WindowError
 
-    args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
     except (ConfigError, CheckpointError, ShardError, WindowError, SgfError, IllegalMove, UsageError,
