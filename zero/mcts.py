@@ -33,6 +33,8 @@ import numpy as np
 
 from zero.config import SearchConfig
 from zero.games.base import Game, parallel_chunks
+from zero.tree_walk import forced_select, new_child, puct_select, walk  # noqa: F401 (puct_select: zero.mcts's API)
+from zero.virtual_loss import select_virtual, undo_virtual
 
 ILLEGAL = np.float32(-1.0)  # prior marking an illegal edge
 
@@ -121,64 +123,6 @@ def _reset_root(N, W, child, expanded, terminal, num_nodes, b):
 
 
 @numba.njit(cache=True)
-def puct_select(N, W, P, value, b, node, c_puct, fpu_reduction, fpu_value=np.nan):
-    """The edge of `node` that maximises Q + U; ties go to the lowest action.
-
-    Unvisited edges take Q = fpu_value, or value[b, node] - fpu_reduction when fpu_value is NaN.
-    """
-    A = N.shape[2]
-    total = 0
-    for a in range(A):
-        total += N[b, node, a]
-    sqrt_total = np.sqrt(max(total, 1))
-    fpu = value[b, node] - fpu_reduction if np.isnan(fpu_value) else fpu_value
-    best_a = -1
-    best = -np.inf
-    for a in range(A):
-        p = P[b, node, a]
-        if p < 0.0:
-            continue
-        n = N[b, node, a]
-        q = W[b, node, a] / n if n > 0 else fpu
-        score = q + c_puct * p * sqrt_total / (1.0 + n)
-        if score > best:
-            best = score
-            best_a = a
-    return best_a
-
-
-@numba.njit(cache=True)
-def forced_select(N, W, P, b, c_puct, k):
-    """The root edge that forced playouts take, or -1 when none is owed one (Wu 2019).
-
-    An edge c with P(c) > 0 that has been visited at all is owed visits while
-    N(c) < n_forced(c) = sqrt(k * P(c) * sum N) (the paper's "child that has received any
-    playouts"; KataGo's rootDesiredPerChildVisitsCoeff): edges PUCT has not tried stay
-    untried. Of the edges owed visits, the one with the highest Q + U goes first (ties:
-    lowest action).
-    """
-    A = N.shape[2]
-    total = 0
-    for a in range(A):
-        total += N[b, 0, a]
-    sqrt_total = np.sqrt(max(total, 1))
-    best_a = -1
-    best = -np.inf
-    for a in range(A):
-        p = P[b, 0, a]
-        if p <= 0.0:
-            continue
-        n = N[b, 0, a]
-        if n == 0 or n >= np.sqrt(k * p * total):
-            continue
-        score = W[b, 0, a] / n + c_puct * p * sqrt_total / (1.0 + n)
-        if score > best:
-            best = score
-            best_a = a
-    return best_a
-
-
-@numba.njit(cache=True)
 def _select(N, W, P, child, parent, action, expanded, terminal, value, num_nodes,
             slots, c_puct, fpu_reduction, fpu_value, forced_k, root_actions, paths, depth, leaves):
     """Walk each slot's tree from the root to a new (or finished) leaf, allocating the new node.
@@ -189,50 +133,6 @@ def _select(N, W, P, child, parent, action, expanded, terminal, value, num_nodes
     for i in range(slots.shape[0]):
         leaves[i], depth[i] = walk(N, W, P, child, parent, action, expanded, terminal, value, num_nodes, slots[i],
                                    c_puct, fpu_reduction, fpu_value, forced_k, root_actions[i], paths[i])
-
-
-@numba.njit(cache=True)
-def walk(N, W, P, child, parent, action, expanded, terminal, value, num_nodes, b,
-         c_puct, fpu_reduction, fpu_value, forced_k, root_action, path):
-    """One walk of slot b's tree from the root to a new (or finished) leaf, allocating the new node; its
-    actions go to `path`. Returns (leaf node, depth). At the root, root_action >= 0 is the edge to take;
-    else, with forced_k > 0, an edge owed forced playouts; else PUCT, as below the root."""
-    node = 0
-    d = 0
-    while expanded[b, node] and np.isnan(terminal[b, node]):
-        a = -1
-        if node == 0:
-            if root_action >= 0:
-                a = root_action
-            elif forced_k > 0.0:
-                a = forced_select(N, W, P, b, c_puct, forced_k)
-        if a < 0:
-            a = puct_select(N, W, P, value, b, node, c_puct, fpu_reduction, fpu_value)
-        path[d] = a
-        d += 1
-        c = child[b, node, a]
-        if c < 0:
-            return new_child(N, W, child, parent, action, expanded, terminal, value, num_nodes, b, node, a), d
-        node = c
-    return node, d
-
-
-@numba.njit(cache=True)
-def new_child(N, W, child, parent, action, expanded, terminal, value, num_nodes, b, node, a):
-    """Allocate the node reached from `node` by edge `a` in slot b's tree (unexpanded, no edges visited)."""
-    c = num_nodes[b]
-    num_nodes[b] += 1
-    parent[b, c] = node
-    action[b, c] = a
-    child[b, node, a] = c
-    expanded[b, c] = False
-    terminal[b, c] = np.nan
-    value[b, c] = 0.0
-    for k in range(N.shape[2]):
-        N[b, c, k] = 0
-        W[b, c, k] = 0.0
-        child[b, c, k] = -1
-    return c
 
 
 @numba.njit(cache=True)
@@ -484,8 +384,6 @@ class Search:
         """Up to per_slot[i] leaves of each active slot, each path holding a virtual visit until
         `_backup_virtual`: (row_slot, paths, depth, leaves). `busy`: keys (`_leaf_keys`) of leaves already in
         flight; a walk that ends on one is taken back (the leaf would be expanded twice)."""
-        from zero.virtual_loss import select_virtual, undo_virtual
-
         t, c = self.tree, self.config
         rows = int(per_slot.sum())
         paths = np.zeros((rows, self._paths.shape[1]), np.int32)
@@ -514,8 +412,6 @@ class Search:
 
     def _backup_virtual(self, rows: tuple, inputs, priors: np.ndarray, values: np.ndarray) -> None:
         """Take back the rows' virtual visits and back up their evaluations."""
-        from zero.virtual_loss import undo_virtual
-
         t = self.tree
         row_slot, _, _, leaves = rows
         self.evaluations += int(np.isnan(inputs.terminal_value).sum())

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numba
 
-from zero.mcts import walk
+from zero.tree_walk import walk
 
 
 @numba.njit(cache=True)

@@ -1,0 +1,113 @@
+"""The walk down one slot's search tree: PUCT at every node, the root's forced playouts, a new leaf allocated.
+
+These kernels work on one slot of the tree arrays of zero.mcts.Tree (N, W, P, child, parent, action,
+expanded, terminal, value, num_nodes). zero.mcts's batched search and zero.virtual_loss's leaf batches
+both walk with them, so each of those modules imports this one and neither imports the other.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True)
+def puct_select(N, W, P, value, b, node, c_puct, fpu_reduction, fpu_value=np.nan):
+    """The edge of `node` that maximises Q + U; ties go to the lowest action.
+
+    Unvisited edges take Q = fpu_value, or value[b, node] - fpu_reduction when fpu_value is NaN.
+    """
+    A = N.shape[2]
+    total = 0
+    for a in range(A):
+        total += N[b, node, a]
+    sqrt_total = np.sqrt(max(total, 1))
+    fpu = value[b, node] - fpu_reduction if np.isnan(fpu_value) else fpu_value
+    best_a = -1
+    best = -np.inf
+    for a in range(A):
+        p = P[b, node, a]
+        if p < 0.0:
+            continue
+        n = N[b, node, a]
+        q = W[b, node, a] / n if n > 0 else fpu
+        score = q + c_puct * p * sqrt_total / (1.0 + n)
+        if score > best:
+            best = score
+            best_a = a
+    return best_a
+
+
+@numba.njit(cache=True)
+def forced_select(N, W, P, b, c_puct, k):
+    """The root edge that forced playouts take, or -1 when none is owed one (Wu 2019).
+
+    An edge c with P(c) > 0 that has been visited at all is owed visits while
+    N(c) < n_forced(c) = sqrt(k * P(c) * sum N) (the paper's "child that has received any
+    playouts"; KataGo's rootDesiredPerChildVisitsCoeff): edges PUCT has not tried stay
+    untried. Of the edges owed visits, the one with the highest Q + U goes first (ties:
+    lowest action).
+    """
+    A = N.shape[2]
+    total = 0
+    for a in range(A):
+        total += N[b, 0, a]
+    sqrt_total = np.sqrt(max(total, 1))
+    best_a = -1
+    best = -np.inf
+    for a in range(A):
+        p = P[b, 0, a]
+        if p <= 0.0:
+            continue
+        n = N[b, 0, a]
+        if n == 0 or n >= np.sqrt(k * p * total):
+            continue
+        score = W[b, 0, a] / n + c_puct * p * sqrt_total / (1.0 + n)
+        if score > best:
+            best = score
+            best_a = a
+    return best_a
+
+
+@numba.njit(cache=True)
+def walk(N, W, P, child, parent, action, expanded, terminal, value, num_nodes, b,
+         c_puct, fpu_reduction, fpu_value, forced_k, root_action, path):
+    """One walk of slot b's tree from the root to a new (or finished) leaf, allocating the new node; its
+    actions go to `path`. Returns (leaf node, depth). At the root, root_action >= 0 is the edge to take;
+    else, with forced_k > 0, an edge owed forced playouts; else PUCT, as below the root."""
+    node = 0
+    d = 0
+    while expanded[b, node] and np.isnan(terminal[b, node]):
+        a = -1
+        if node == 0:
+            if root_action >= 0:
+                a = root_action
+            elif forced_k > 0.0:
+                a = forced_select(N, W, P, b, c_puct, forced_k)
+        if a < 0:
+            a = puct_select(N, W, P, value, b, node, c_puct, fpu_reduction, fpu_value)
+        path[d] = a
+        d += 1
+        c = child[b, node, a]
+        if c < 0:
+            return new_child(N, W, child, parent, action, expanded, terminal, value, num_nodes, b, node, a), d
+        node = c
+    return node, d
+
+
+@numba.njit(cache=True)
+def new_child(N, W, child, parent, action, expanded, terminal, value, num_nodes, b, node, a):
+    """Allocate the node reached from `node` by edge `a` in slot b's tree (unexpanded, no edges visited)."""
+    c = num_nodes[b]
+    num_nodes[b] += 1
+    parent[b, c] = node
+    action[b, c] = a
+    child[b, node, a] = c
+    expanded[b, c] = False
+    terminal[b, c] = np.nan
+    value[b, c] = 0.0
+    for k in range(N.shape[2]):
+        N[b, c, k] = 0
+        W[b, c, k] = 0.0
+        child[b, c, k] = -1
+    return c
