@@ -314,8 +314,8 @@ def run(spec_path: str | Path, out: str | Path | None = None, play: bool = True,
         tracking_uri: str | None = None, echo=print, max_matches: int | None = None) -> dict:
     """Collect the lines, play the missing matches (at most `max_matches`, in plan order), fit, plot and
     write the table; returns the summary."""
-    from zero.ladder import (LadderError, opponent_name, parse_anchor, play_pairing, player_spec,
-                             read_pairings, write_pairing, fit_dir)
+    from zero.ladder import LadderError, fit_dir, opponent_name, parse_anchor, play_pairing, player_spec
+    from zero.pairings import read_pairings, write_pairing
 
     spec_path = Path(spec_path)
     spec = load_spec(spec_path)

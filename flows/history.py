@@ -32,7 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from flows.layout import write_json
 from flows.plots import _pyplot, _save
-from zero.ladder import LadderError, is_fixed_opponent, parse_anchor, read_pairings
+from zero.ladder import is_fixed_opponent, parse_anchor
+from zero.pairings import LadderError, read_pairings
 from zero.ratings import Pairing, RatingError, fit_ratings
 
 

@@ -70,7 +70,7 @@ def name_of(players: dict, sha: str) -> str:
 
 def sync(ws: Workspace, tag: str) -> tuple[Path, dict]:
     """Write players.json and a pairing for every finished generation's gate; the ladder dir and players."""
-    from zero.ladder import write_pairing
+    from zero.pairings import write_pairing
 
     lad = ladder_dir(ws.root, tag)
     players = line_players(ws, tag)
@@ -124,7 +124,8 @@ def _resolve(ws: Workspace, tag: str, spec: str, players: dict) -> tuple[str, st
 
 def run_ladder(root: Path, params, generation: int | None = None) -> dict:
     """Ladder the champion after `generation` (default: the last finished one) and refit the line."""
-    from zero.ladder import calibration_pairs, fit_dir, parse_anchor, plot_dir
+    from zero.ladder import calibration_pairs, fit_dir, parse_anchor
+    from zero.ladder_plot import plot_dir
 
     log = get_run_logger()
     ws, tag, lad_cfg = Workspace(root), params.game.tag, params.ladder

@@ -168,7 +168,8 @@ def attach_ladder(lineage_file: Path, ladder: Path, player: str | None = None) -
     recorded before networks' hashes were kept is taken only when `player` names it, and says so.
     The fitted rating of the directory becomes the champion's rating, with its anchor.
     """
-    from zero.ladder import LadderError, fit_dir, read_pairings
+    from zero.ladder import fit_dir
+    from zero.pairings import LadderError, read_pairings
 
     lineage = read_json(lineage_file)
     try:

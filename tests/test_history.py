@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from flows import history
-from zero.ladder import write_pairing
+from zero.pairings import write_pairing
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -7,8 +7,10 @@ import pytest
 
 from zero.config import params_from_dict
 from zero.cli import main
-from zero.ladder import (LadderError, find_gnugo, fit_dir, openings, opponent_name, paired, parse_anchor,
-                         play_pairing, player_spec, plot_dir, read_pairings, write_pairing)
+from zero.ladder import (LadderError, find_gnugo, fit_dir, openings, opponent_name, parse_anchor, play_pairing,
+                         player_spec)
+from zero.ladder_plot import plot_dir
+from zero.pairings import paired, read_pairings, write_pairing
 from zero.stats import mcnemar_exact
 
 GOMOKU = params_from_dict({"game": {"name": "gomoku", "height": 6, "width": 6, "k": 4},

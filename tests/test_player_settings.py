@@ -9,7 +9,7 @@ import pytest
 
 from zero.cli import _match_params, _model_or_shipped, _params, _player_params, build_parser, lineage_of
 from zero.config import load_params
-from zero.ladder import read_pairings
+from zero.pairings import read_pairings
 
 REPO = Path(__file__).resolve().parent.parent
 

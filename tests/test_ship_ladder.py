@@ -8,7 +8,7 @@ import pytest
 
 from flows.layout import LineError
 from flows.ship import attach_ladder, main
-from zero.ladder import write_pairing
+from zero.pairings import write_pairing
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def test_the_command_records_the_shipped_champions_committed_ladder(tmp_path, ca
     the same pairings under another network's hash are not this champion's."""
     from pathlib import Path
 
-    from zero.ladder import read_pairings
+    from zero.pairings import read_pairings
 
     repo = Path(__file__).resolve().parent.parent
     models = tmp_path / "models"

@@ -372,7 +372,7 @@ def cmd_play(args) -> int:
 
 def cmd_ladder(args) -> int:
     """Play the ladder of one network into a ladder directory, or (--plot) fit and draw an existing one."""
-    from zero import ladder
+    from zero import ladder, ladder_plot, pairings
     from zero.games import make_game
     from zero.match import params_for_players
 
@@ -419,8 +419,8 @@ def cmd_ladder(args) -> int:
             for i, spec in enumerate(opponents if games else ()):
                 _ladder_match(params, model, spec, name, games, args.seed + i, out, "ladder", extra)
         fitted = ladder.fit_dir(out, anchor)
-        png = ladder.plot_dir(out, fitted, Path(args.png) if args.png else None)
-        rows = ladder.table(fitted, ladder.read_pairings(out))
+        png = ladder_plot.plot_dir(out, fitted, Path(args.png) if args.png else None)
+        rows = ladder.table(fitted, pairings.read_pairings(out))
     except ladder.LadderError as e:
         raise UsageError(str(e)) from None
     _print_ladder(fitted, rows, png)
@@ -469,14 +469,14 @@ def cmd_paired(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from zero import ladder
+    from zero import pairings
     from zero.fileio import atomic_write_text
 
     try:
         a = args.a or _ladder_player(args.dir_a)
         b = args.b or _ladder_player(args.dir_b)
-        rows = ladder.paired(args.dir_a, a, args.dir_b, b)
-    except ladder.LadderError as e:
+        rows = pairings.paired(args.dir_a, a, args.dir_b, b)
+    except pairings.LadderError as e:
         raise UsageError(str(e)) from None
     t = Table(title=f"{a} ({args.dir_a}) and {b} ({args.dir_b}) on the same starts")
     for col in ("opponent", "games", f"{a} won", f"{b} won", "both", f"{a} alone", f"{b} alone", "neither",
@@ -494,9 +494,9 @@ def cmd_paired(args) -> int:
 
 def _ladder_player(folder: str) -> str:
     """The one player a ladder directory's ladder pairings were played for."""
-    from zero import ladder
+    from zero import pairings
 
-    names = sorted({r["a"] for r in ladder.read_pairings(folder) if r.get("label", "ladder") == "ladder"})
+    names = sorted({r["a"] for r in pairings.read_pairings(folder) if r.get("label", "ladder") == "ladder"})
     if len(names) != 1:
         raise UsageError(f"{folder}: ladder pairings of {len(names)} players ({', '.join(names) or 'none'}): "
                          "name one with --a / --b")

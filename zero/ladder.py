@@ -5,7 +5,9 @@ A ladder directory holds what the ratings are fitted from:
     pairings/<a>--<b>--<label>.json   one match's result from a's view, with how it was played
     sgf/<a>--<b>--<label>/            its games
     players.json                      optional facts per player (generation, cumulative compute)
-    ratings.json, elo.png             written by `fit_dir` and `plot_dir`
+    ratings.json, elo.png             written by `fit_dir` and zero.ladder_plot.plot_dir
+
+zero.pairings reads and writes the pairing files and compares two ladders' players start by start.
 
 Opponents are match player specs (zero.match.make_player) plus `gnugo:<level>`,
 GNU Go 3.8 over GTP with Chinese rules, positional superko and capture of all
@@ -27,6 +29,7 @@ import numpy as np
 
 from zero.fileio import atomic_write_text
 from zero.games.base import central_points
+from zero.pairings import LadderError, _played, read_pairings, write_pairing  # noqa: F401 (LadderError: its API)
 from zero.ratings import DEFAULT_ANCHOR, Pairing, Rating, fit_ratings
 
 GNUGO_FLAGS = "--mode gtp --chinese-rules --positional-superko --capture-all-dead"
@@ -36,10 +39,6 @@ GNUGO_PATHS = ("gnugo", "/usr/games/gnugo", "/usr/local/bin/gnugo", "/opt/homebr
 INSTALL_HINT = ("GNU Go 3.8 is needed for the ladder: `apt-get install gnugo` (Debian, Ubuntu; as root), "
                 "`brew install gnu-go` (macOS), or build it from https://www.gnu.org/software/gnugo/")
 _NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
-
-
-class LadderError(RuntimeError):
-    """A ladder that cannot run or a ladder directory that cannot be read; the message says which."""
 
 
 def find_gnugo(command: str = "gnugo") -> str:
@@ -240,122 +239,6 @@ def _is_network(spec: str) -> bool:
     return not spec.startswith(("gtp:", "mcts:", "gnugo:")) and spec != "random"
 
 
-def _played(out_dir: Path, key: str, settings: dict) -> dict | None:
-    """The pairing record `key` of the directory if it was played with these settings and its games are
-    there; else None."""
-    path = _pairing_path(out_dir, key)
-    if not path.is_file() or not (out_dir / "sgf" / key).is_dir():
-        return None
-    try:
-        record = json.loads(path.read_text())
-    except ValueError:
-        return None
-    same = all(record.get(k) == v for k, v in json.loads(json.dumps(settings)).items())
-    return record if same and len(list((out_dir / "sgf" / key).glob("*.sgf"))) == settings["games"] else None
-
-
-def _record_key(record: dict) -> str:
-    """A pairing record's key, <a>--<b>--<label>: the name of its JSON file and of its SGF folder."""
-    return f"{record['a']}--{record['b']}--{record.get('label', 'ladder')}"
-
-
-def _pairing_path(ladder_dir: str | Path, key: str) -> Path:
-    """Where a ladder directory keeps the record of pairing `key` (<a>--<b>--<label>)."""
-    return Path(ladder_dir) / "pairings" / f"{key}.json"
-
-
-def write_pairing(ladder_dir: str | Path, record: dict) -> Path:
-    """Write one pairing record as pairings/<a>--<b>--<label>.json (atomically)."""
-    for key in ("a", "b", "wins", "losses", "draws"):
-        if key not in record:
-            raise LadderError(f"pairing record lacks {key!r}")
-    path = _pairing_path(ladder_dir, _record_key(record))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
-    return path
-
-
-def read_pairings(ladder_dir: str | Path) -> list[dict]:
-    """Every pairing record of a ladder dir, sorted by file name; a malformed file is named."""
-    folder = Path(ladder_dir) / "pairings"
-    if not folder.is_dir():
-        raise LadderError(f"{ladder_dir}: not a ladder directory (no pairings/ folder)")
-    out = []
-    for path in sorted(folder.glob("*.json")):
-        try:
-            rec = json.loads(path.read_text())
-            Pairing(str(rec["a"]), str(rec["b"]), int(rec["wins"]), int(rec["losses"]), int(rec["draws"]))
-        except (ValueError, KeyError, TypeError) as e:
-            raise LadderError(f"{path}: not a pairing record ({type(e).__name__}: {e})") from None
-        out.append(rec)
-    return out
-
-
-STARTS = ("game", "komi", "seed", "games", "opening_moves")  # what fixes a pairing's starts and colours
-
-
-def game_results(ladder_dir: str | Path, record: dict) -> list[tuple[tuple[int, ...], float]]:
-    """Each game of a pairing, in game order, from its SGFs: (its first `opening_moves` moves, a's points:
-    1, 0.5 or 0). LadderError names a missing or unreadable game."""
-    from zero.sgf import SgfError, parse_sgf
-
-    folder = Path(ladder_dir) / "sgf" / _record_key(record)
-    files = sorted(folder.glob("*.sgf"))
-    if len(files) != record["games"]:
-        raise LadderError(f"{folder}: {len(files)} SGF files for a pairing of {record['games']} games")
-    out = []
-    for path in files:
-        try:
-            g = parse_sgf(path.read_text())
-        except (SgfError, OSError, UnicodeDecodeError) as e:
-            raise LadderError(f"{path}: not a readable game ({e})") from None
-        if record["a"] not in (g.black, g.white) or not g.result:
-            raise LadderError(f"{path}: {record['a']} does not play it, or it has no result (RE)")
-        winner = g.result.strip().upper()[:1]
-        a_colour = "B" if g.black == record["a"] else "W"
-        points = 0.5 if winner not in ("B", "W") else float(winner == a_colour)
-        out.append((tuple(g.moves[: record.get("opening_moves") or 0]), points))
-    return out
-
-
-def paired(dir_a: str | Path, a: str, dir_b: str | Path, b: str) -> list[dict]:
-    """Players a (of ladder dir_a) and b (of dir_b) on the same starts: for each opponent both played with
-    the same seed, games, openings, game and komi, which starts each won (a draw is not a win) and the
-    exact McNemar test of the starts won by one alone (zero.stats.mcnemar_exact).
-
-    Each row: opponent, label, games, a_wins, b_wins, both, a_only, b_only, neither, p, a_visits, b_visits.
-    LadderError when no opponent was played by both on the same starts, or when their SGFs' openings differ.
-    """
-    from zero.stats import mcnemar_exact
-
-    def of(folder, name):
-        return {(r["b"], r.get("label", "ladder")): r for r in read_pairings(folder) if r["a"] == name}
-
-    mine, theirs = of(dir_a, a), of(dir_b, b)
-    rows = []
-    for (opponent, label), ra in sorted(mine.items()):
-        rb = theirs.get((opponent, label))
-        if rb is None or any(ra.get(k) != rb.get(k) for k in STARTS):
-            continue
-        ga, gb = game_results(dir_a, ra), game_results(dir_b, rb)
-        for i, ((open_a, _), (open_b, _)) in enumerate(zip(ga, gb)):
-            if open_a != open_b:
-                raise LadderError(f"{a} and {b} against {opponent}: game {i} opens differently in their SGFs")
-        won = [(x == 1, y == 1) for (_, x), (_, y) in zip(ga, gb)]
-        a_only, b_only = sum(x and not y for x, y in won), sum(y and not x for x, y in won)
-        rows.append({
-            "opponent": opponent, "label": label, "games": len(won),
-            "a_wins": sum(x for x, _ in won), "b_wins": sum(y for _, y in won),
-            "both": sum(x and y for x, y in won), "a_only": a_only, "b_only": b_only,
-            "neither": sum(not (x or y) for x, y in won),
-            "a_visits": ra.get("visits"), "b_visits": rb.get("visits"), "p": mcnemar_exact(a_only, b_only),
-        })
-    if not rows:
-        raise LadderError(f"{a} in {dir_a} and {b} in {dir_b} played no opponent on the same starts "
-                          f"(the same {', '.join(STARTS)})")
-    return rows
-
-
 def parse_anchor(text: str) -> tuple[str, float]:
     """`gnugo:10=1800` or `gnugo-l10=1800` -> ("gnugo-l10", 1800.0)."""
     if "=" not in text:
@@ -397,89 +280,6 @@ def fit_dir(ladder_dir: str | Path, anchor: tuple[str, float] = DEFAULT_ANCHOR,
         "ratings": {name: r.to_dict() for name, r in sorted(ratings.items(), key=lambda kv: -kv[1].elo)},
     }
     atomic_write_text(Path(ladder_dir) / "ratings.json", json.dumps(out, indent=1) + "\n")
-    return out
-
-
-def read_players(ladder_dir: str | Path) -> dict:
-    path = Path(ladder_dir) / "players.json"
-    if not path.is_file():
-        return {}
-    try:
-        return json.loads(path.read_text())
-    except ValueError as e:
-        raise LadderError(f"{path}: not valid JSON ({e})") from None
-
-
-def plot_dir(ladder_dir: str | Path, fitted: dict, out: str | Path | None = None, title: str = "") -> Path:
-    """Draw elo.png: the rating of each generation's network with its 95% interval, by generation and
-    against cumulative self-play compute, with the fixed opponents as horizontal lines."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ladder_dir = Path(ladder_dir)
-    ratings, players = fitted["ratings"], read_players(ladder_dir)
-    gens = sorted((info["generation"], name) for name, info in players.items()
-                  if name in ratings and info.get("generation") is not None)
-    if not gens:
-        return _plot_pool(fitted, out or ladder_dir / "elo.png", title)
-    fixed = [name for name in ratings if name not in players]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
-    for ax, key, label in ((axes[0], "generation", "generation"),
-                           (axes[1], "compute_hours", "cumulative compute of the line (core-hours: the pipeline's wall time x its cores)")):
-        xs = [players[n].get(key) if key != "generation" else g for g, n in gens]
-        pts = [(x, ratings[n]) for x, (g, n) in zip(xs, gens) if x is not None]
-        if pts:
-            x = [p[0] for p in pts]
-            y = [p[1]["elo"] for p in pts]
-            err = [[p[1]["elo"] - p[1]["elo_low"] for p in pts], [p[1]["elo_high"] - p[1]["elo"] for p in pts]]
-            ax.errorbar(x, y, yerr=err, fmt="o-", capsize=3, label="zero (95% interval)")
-        for i, name in enumerate(sorted(fixed, key=lambda n: ratings[n]["elo"])):
-            ax.axhline(ratings[name]["elo"], color=f"C{i + 1}", ls="--", lw=1, label=name)
-        ax.set_xlabel(label)
-        ax.grid(alpha=0.3)
-    anchor = fitted["anchor"]
-    axes[0].set_ylabel(f"Elo ({anchor['player']} = {anchor['elo']:g})" if anchor["anchored"]
-                       else f"Elo relative to {anchor['player']} (no anchor games)")
-    axes[1].legend(loc="best", fontsize=8)
-    fig.suptitle(title or f"zero ladder: {fitted['games']} games in {fitted['pairings']} pairings")
-    fig.tight_layout()
-    return _save(fig, Path(out) if out else ladder_dir / "elo.png")
-
-
-def _plot_pool(fitted: dict, out: str | Path, title: str = "") -> Path:
-    """elo.png of a pool with no generations (a `zero ladder` of named networks against engines): each
-    player's rating as a point with its 95% interval, strongest at the top, the anchor named."""
-    import matplotlib.pyplot as plt
-
-    ratings, anchor = fitted["ratings"], fitted["anchor"]
-    names = sorted(ratings, key=lambda n: ratings[n]["elo"])
-    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.5 * len(names)))
-    for i, name in enumerate(names):
-        r = ratings[name]
-        colour = "C1" if is_fixed_opponent(name) else "C0"
-        ax.errorbar([r["elo"]], [i], xerr=[[r["elo"] - r["elo_low"]], [r["elo_high"] - r["elo"]]], fmt="o",
-                    color=colour, capsize=4)
-        ax.annotate(f"{r['elo']:+.0f} [{r['elo_low']:+.0f}, {r['elo_high']:+.0f}], {r['games']} games",
-                    (r["elo"], i), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
-    ax.set_yticks(range(len(names)), names)
-    ax.set_ylim(-0.6, len(names) - 0.2)
-    ax.set_xlabel(f"Elo ({anchor['player']} = {anchor['elo']:g})" if anchor["anchored"]
-                  else f"Elo relative to {anchor['player']} (95% intervals)")
-    ax.grid(alpha=0.3, axis="x")
-    ax.set_title(title or f"zero ladder: {', '.join(reversed(names))}: {fitted['games']} games", fontsize=10)
-    fig.tight_layout()
-    return _save(fig, Path(out))
-
-
-def _save(fig, out: Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    tmp = out.with_name(out.name + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(out)
     return out
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from zero.config import SearchConfig
 from zero.games.base import Game, parallel_chunks
-from zero.tree_walk import forced_select, new_child, puct_select, walk  # noqa: F401 (puct_select: zero.mcts's API)
+from zero.tree_walk import forced_select, puct_select, walk  # noqa: F401 (zero.mcts's API)
 from zero.virtual_loss import select_virtual, undo_virtual
 
 ILLEGAL = np.float32(-1.0)  # prior marking an illegal edge

@@ -1,0 +1,146 @@
+"""A ladder directory's files, and two ladders' players compared on the same starts.
+
+    pairings/<a>--<b>--<label>.json   one match's result from a's view, with how it was played
+    sgf/<a>--<b>--<label>/            its games
+    players.json                      optional facts per player (generation, cumulative compute)
+
+zero.ladder plays the pairings and fits the ratings; zero.ladder_plot draws them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from zero.fileio import atomic_write_text
+from zero.ratings import Pairing
+
+
+class LadderError(RuntimeError):
+    """A ladder that cannot run or a ladder directory that cannot be read; the message says which."""
+
+
+def _played(out_dir: Path, key: str, settings: dict) -> dict | None:
+    """The pairing record `key` of the directory if it was played with these settings and its games are
+    there; else None."""
+    path = _pairing_path(out_dir, key)
+    if not path.is_file() or not (out_dir / "sgf" / key).is_dir():
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except ValueError:
+        return None
+    same = all(record.get(k) == v for k, v in json.loads(json.dumps(settings)).items())
+    return record if same and len(list((out_dir / "sgf" / key).glob("*.sgf"))) == settings["games"] else None
+
+
+def _record_key(record: dict) -> str:
+    """A pairing record's key, <a>--<b>--<label>: the name of its JSON file and of its SGF folder."""
+    return f"{record['a']}--{record['b']}--{record.get('label', 'ladder')}"
+
+
+def _pairing_path(ladder_dir: str | Path, key: str) -> Path:
+    """Where a ladder directory keeps the record of pairing `key` (<a>--<b>--<label>)."""
+    return Path(ladder_dir) / "pairings" / f"{key}.json"
+
+
+def write_pairing(ladder_dir: str | Path, record: dict) -> Path:
+    """Write one pairing record as pairings/<a>--<b>--<label>.json (atomically)."""
+    for key in ("a", "b", "wins", "losses", "draws"):
+        if key not in record:
+            raise LadderError(f"pairing record lacks {key!r}")
+    path = _pairing_path(ladder_dir, _record_key(record))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def read_pairings(ladder_dir: str | Path) -> list[dict]:
+    """Every pairing record of a ladder dir, sorted by file name; a malformed file is named."""
+    folder = Path(ladder_dir) / "pairings"
+    if not folder.is_dir():
+        raise LadderError(f"{ladder_dir}: not a ladder directory (no pairings/ folder)")
+    out = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            rec = json.loads(path.read_text())
+            Pairing(str(rec["a"]), str(rec["b"]), int(rec["wins"]), int(rec["losses"]), int(rec["draws"]))
+        except (ValueError, KeyError, TypeError) as e:
+            raise LadderError(f"{path}: not a pairing record ({type(e).__name__}: {e})") from None
+        out.append(rec)
+    return out
+
+
+STARTS = ("game", "komi", "seed", "games", "opening_moves")  # what fixes a pairing's starts and colours
+
+
+def game_results(ladder_dir: str | Path, record: dict) -> list[tuple[tuple[int, ...], float]]:
+    """Each game of a pairing, in game order, from its SGFs: (its first `opening_moves` moves, a's points:
+    1, 0.5 or 0). LadderError names a missing or unreadable game."""
+    from zero.sgf import SgfError, parse_sgf
+
+    folder = Path(ladder_dir) / "sgf" / _record_key(record)
+    files = sorted(folder.glob("*.sgf"))
+    if len(files) != record["games"]:
+        raise LadderError(f"{folder}: {len(files)} SGF files for a pairing of {record['games']} games")
+    out = []
+    for path in files:
+        try:
+            g = parse_sgf(path.read_text())
+        except (SgfError, OSError, UnicodeDecodeError) as e:
+            raise LadderError(f"{path}: not a readable game ({e})") from None
+        if record["a"] not in (g.black, g.white) or not g.result:
+            raise LadderError(f"{path}: {record['a']} does not play it, or it has no result (RE)")
+        winner = g.result.strip().upper()[:1]
+        a_colour = "B" if g.black == record["a"] else "W"
+        points = 0.5 if winner not in ("B", "W") else float(winner == a_colour)
+        out.append((tuple(g.moves[: record.get("opening_moves") or 0]), points))
+    return out
+
+
+def paired(dir_a: str | Path, a: str, dir_b: str | Path, b: str) -> list[dict]:
+    """Players a (of ladder dir_a) and b (of dir_b) on the same starts: for each opponent both played with
+    the same seed, games, openings, game and komi, which starts each won (a draw is not a win) and the
+    exact McNemar test of the starts won by one alone (zero.stats.mcnemar_exact).
+
+    Each row: opponent, label, games, a_wins, b_wins, both, a_only, b_only, neither, p, a_visits, b_visits.
+    LadderError when no opponent was played by both on the same starts, or when their SGFs' openings differ.
+    """
+    from zero.stats import mcnemar_exact
+
+    def of(folder, name):
+        return {(r["b"], r.get("label", "ladder")): r for r in read_pairings(folder) if r["a"] == name}
+
+    mine, theirs = of(dir_a, a), of(dir_b, b)
+    rows = []
+    for (opponent, label), ra in sorted(mine.items()):
+        rb = theirs.get((opponent, label))
+        if rb is None or any(ra.get(k) != rb.get(k) for k in STARTS):
+            continue
+        ga, gb = game_results(dir_a, ra), game_results(dir_b, rb)
+        for i, ((open_a, _), (open_b, _)) in enumerate(zip(ga, gb)):
+            if open_a != open_b:
+                raise LadderError(f"{a} and {b} against {opponent}: game {i} opens differently in their SGFs")
+        won = [(x == 1, y == 1) for (_, x), (_, y) in zip(ga, gb)]
+        a_only, b_only = sum(x and not y for x, y in won), sum(y and not x for x, y in won)
+        rows.append({
+            "opponent": opponent, "label": label, "games": len(won),
+            "a_wins": sum(x for x, _ in won), "b_wins": sum(y for _, y in won),
+            "both": sum(x and y for x, y in won), "a_only": a_only, "b_only": b_only,
+            "neither": sum(not (x or y) for x, y in won),
+            "a_visits": ra.get("visits"), "b_visits": rb.get("visits"), "p": mcnemar_exact(a_only, b_only),
+        })
+    if not rows:
+        raise LadderError(f"{a} in {dir_a} and {b} in {dir_b} played no opponent on the same starts "
+                          f"(the same {', '.join(STARTS)})")
+    return rows
+
+
+def read_players(ladder_dir: str | Path) -> dict:
+    path = Path(ladder_dir) / "players.json"
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except ValueError as e:
+        raise LadderError(f"{path}: not valid JSON ({e})") from None
