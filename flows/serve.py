@@ -93,12 +93,11 @@ def cmd_down(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from zero.config import ConfigError, load_params
-
-    path = Path(args.params)
     from flows.request import runnable_here
+    from zero.config import ConfigError, load_params
     from zero.inference import arithmetic
 
+    path = Path(args.params)
     try:
         params = runnable_here(load_params(path if path.is_absolute() else Path(args.root) / path, args.set))
     except ConfigError as e:

@@ -94,8 +94,10 @@ def cpu_model() -> str:
 
 
 def _on_cpu(section) -> bool:
-    """Whether a stage's network runs on this machine's CPU (device cpu, or auto without CUDA)."""
-    return section.device == "cpu" or (section.device == "auto" and not torch.cuda.is_available())
+    """Whether a stage's network runs on this machine's CPU (zero.network.pick_device of its device)."""
+    from zero.network import pick_device
+
+    return pick_device(section.device).type == "cpu"
 
 
 def arithmetic(params) -> dict:
