@@ -305,10 +305,6 @@ def faulty(tmp_path_factory):
         p.serve("down", check=False)
 
 
-def lock_stages(p: Pipeline) -> dict:
-    return yaml.safe_load((p.root / "dvc.lock").read_text())["stages"]
-
-
 def test_a_served_generation_leaves_its_shards_lock_remote_mlflow_run_and_model_version(reference):
     p, g1 = reference, generation_dir(reference, 1)
     run_id = p.run_ids[0]
@@ -318,7 +314,7 @@ def test_a_served_generation_leaves_its_shards_lock_remote_mlflow_run_and_model_
     assert len(list((g1 / "games/sgf").rglob("*.sgf"))) == 16
     assert len(list((g1 / "gate/sgf").rglob("*.sgf"))) == 8
     # dvc.lock records them, and the default remote holds them
-    games = {o["path"]: o for o in lock_stages(p)[f"selfplay@{TAG}-g0001"]["outs"]}[f"gens/{TAG}/g0001/games"]
+    games = {o["path"]: o for o in lock_entries(p, 1)[f"selfplay@{TAG}-g0001"]["outs"]}[f"gens/{TAG}/g0001/games"]
     assert games["nfiles"] == 18  # 2 shards + 16 SGFs
     assert "in sync" in p.sh(str(BIN / "dvc"), "status", "--cloud").stdout
     assert "up to date" in p.sh(str(BIN / "dvc"), "status").stdout.lower()
