@@ -26,14 +26,15 @@ from pathlib import Path
 from flows.carry import ship_window, window_dir
 from flows.compute import compute_of
 from flows.layout import LineError, Workspace, ladder_dir, read_json, write_json
+from flows.reproduce import recipe_dir, write_recipe
 from flows.stages import file_sha256
 
 
-def _run_summary(ws: Workspace, tag: str) -> tuple[list[dict], dict]:
+def _run_summary(ws: Workspace, tag: str, last: int) -> tuple[list[dict], dict]:
     gens = []
     for g in ws.generations(tag):
         gen = ws.generation(tag, g)
-        if g == 0 or not gen.finished():
+        if g == 0 or g > last or not gen.finished():
             continue
         r = read_json(gen.record_file)
         gate = r["gate"]
@@ -89,20 +90,24 @@ def _widened_from(checkpoint: Path) -> str | None:
     return load_checkpoint(checkpoint)[1].get("widened_from")
 
 
-def ship(root: Path, params, params_file: str, models: Path | None = None) -> dict:
-    """Copy the champion after the last finished generation to models/<tag>.pt and write its lineage."""
+def ship(root: Path, params, params_file: str, models: Path | None = None, generation: int | None = None,
+         recipe: bool = True) -> dict:
+    """Copy the champion after the last finished generation (or after `generation`) to models/<tag>.pt, and
+    write its lineage and (unless `recipe` is off: a campaign's saved state) the recipe that re-creates it."""
     ws, tag = Workspace(root), params.game.tag
     finished = [g for g in ws.generations(tag) if g > 0 and ws.generation(tag, g).finished()]
     if not finished:
         raise LineError(f"{tag} has no finished generation in {root}: nothing to ship")
-    last = ws.generation(tag, max(finished))
+    if generation is not None and generation not in finished:
+        raise LineError(f"{tag} has no finished generation {generation} in {root} (finished: {finished})")
+    last = ws.generation(tag, generation if generation is not None else max(finished))
     models = Path(models or root / "models")
     models.mkdir(parents=True, exist_ok=True)
     out_pt, out_json = models / f"{tag}.pt", models / f"{tag}.json"
     champion_sha = file_sha256(last.champion)
     start_sha = file_sha256(ws.generation(tag, 0).champion)
     previous = read_json(out_json) if out_json.is_file() else None
-    gens, totals = _run_summary(ws, tag)
+    gens, totals = _run_summary(ws, tag, last.g)
     earlier: list[dict] = []
     earlier_totals: dict = {}
     if previous and _same_run(previous, start_sha, gens):  # this run shipped again: replace its entry
@@ -149,6 +154,8 @@ def ship(root: Path, params, params_file: str, models: Path | None = None) -> di
         "earlier_totals": earlier_totals,
         "totals": _add_totals(earlier_totals, totals),
     }
+    if recipe:  # first: a workspace without the records to re-create its champion ships nothing
+        write_recipe(root, last, recipe_dir(models, tag))
     tmp = out_pt.with_name(out_pt.name + ".tmp")
     shutil.copyfile(last.champion, tmp)
     tmp.replace(out_pt)
@@ -157,6 +164,8 @@ def ship(root: Path, params, params_file: str, models: Path | None = None) -> di
                          "shards": len(carried["shards"]), "games": sum(s["games"] for s in carried["shards"]),
                          "positions": sum(s["positions"] for s in carried["shards"]),
                          "generations": len({s["age"] for s in carried["shards"]})}
+    if recipe:
+        lineage["reproduce"] = {"folder": recipe_dir(models, tag).name, "command": f"make reproduce LINE={tag}"}
     write_json(out_json, lineage)
     return lineage
 
@@ -208,6 +217,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
     ap.add_argument("--root", default=".")
     ap.add_argument("--models", default=None, help="where to write <tag>.pt and <tag>.json (default: ROOT/models)")
+    ap.add_argument("--generation", type=int, default=None,
+                    help="ship the champion after this finished generation of the workspace (default: the last)")
+    ap.add_argument("--no-recipe", action="store_true",
+                    help="leave out the recipe (models/<tag>.reproduce/): a campaign's saved state, not a ship")
     ap.add_argument("--ladder", default=None, metavar="DIR",
                     help="instead of shipping: record the shipped champion's results in this `zero ladder --out` "
                          "directory in its lineage")
@@ -229,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         params = load_params(root / args.params, args.set)
-        lineage = ship(root, params, args.params, Path(args.models) if args.models else None)
+        lineage = ship(root, params, args.params, Path(args.models) if args.models else None, args.generation,
+                       recipe=not args.no_recipe)
     except (ConfigError, LineError, OSError) as e:
         print(f"flows.ship: error: {e}", file=sys.stderr)
         return 2
