@@ -1,7 +1,7 @@
 # zero: the two commands of the README are `make run` and `make test`.
 #
 #   make run                       one generation of params.yaml through `prefect deployment run zero-generation/local`
-#   make run PARAMS=params-smoke.yaml   the same with the smoke params (a full generation in under a minute)
+#   make run PARAMS=params-smoke.yaml   the same with the smoke params (one whole generation: 187 s on a shared core)
 #   make test                      install everything into .venv and run the tests
 #
 #   make campaign LINE=go-9        train a line (campaigns/go-9.yaml) generation after generation from its state in
@@ -12,7 +12,7 @@
 #   make test-fast                 the tests not marked slow (a few minutes)
 #   make test-long                 the checks too long for every CI run (seeded kills, the paper recipe's learning)
 #
-# Other targets: install, lock, up, down, serve, repro, loop, record, ship, mlflow-ui, where, check, clean-runs.
+# Other targets: install, lock, up, down, serve, repro, loop, record, ship, results, mlflow-ui, where, check, clean-runs.
 # Nothing listens beyond 127.0.0.1; PREFECT_HOME, the MLflow database and the DVC remote live in this directory.
 
 SHELL := /bin/bash
@@ -44,7 +44,7 @@ export DVC_NO_ANALYTICS := 1
 export DO_NOT_TRACK := 1
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help install gnugo run up down serve check where repro loop campaign campaign-save record ship ladder compare mlflow-ui test test-fast test-long lock clean-runs
+.PHONY: help install gnugo run up down serve check where repro loop campaign campaign-save record ship results ladder compare mlflow-ui test test-fast test-long lock clean-runs
 
 help:
 	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'
@@ -142,6 +142,12 @@ record: check up
 # The workspace's champion of campaigns/$(LINE).yaml to models/$(LINE).pt with its lineage models/$(LINE).json.
 ship: install
 	$(BIN)/python -m flows.ship --params campaigns/$(LINE).yaml
+	$(BIN)/python -m flows.results
+
+# The README's strength table and docs/strength.md's table of every result, written from the committed
+# records (models/, campaigns/state/, docs/strength/); `make ship` runs it.
+results: install
+	$(BIN)/python -m flows.results
 
 # The champion of $(PARAMS)'s line against GNU Go and fixed opponents; ratings and plot in gens/<line>/ladder/.
 ladder: check up
