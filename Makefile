@@ -14,6 +14,8 @@
 #
 # Other targets: install, lock, up, down, serve, repro, loop, record, ship, results, mlflow-ui, where, check, clean-runs.
 # Nothing listens beyond 127.0.0.1; PREFECT_HOME, the MLflow database and the DVC remote live in this directory.
+# By hand: `. .venv/bin/activate` sets this workspace's settings and ports, then prefect, dvc, mlflow and
+# `python -m flows.serve` work as `make where` prints them (make install PREFECT_PORT=4300 MLFLOW_PORT=5300: other ports).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -21,6 +23,8 @@ SHELL := /bin/bash
 PARAMS ?= params.yaml
 PYTHON ?= python3
 VENV ?= .venv
+# the workspace's ports, as `make install PREFECT_PORT=... MLFLOW_PORT=...` last chose them (written with the venv)
+-include $(VENV)/zero-ports.mk
 PREFECT_PORT ?= 4200
 MLFLOW_PORT ?= 5000
 PYTEST_ARGS ?= -rs
@@ -47,7 +51,7 @@ export PATH := $(BIN):$(PATH)
 .PHONY: help install gnugo run up down serve check where repro loop campaign campaign-save record ship results ladder compare mlflow-ui test test-fast test-long lock clean-runs
 
 help:
-	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
 
 # The venv and the project with its pipeline, ray and test extras (ray: the tests start a real Ray cluster). torch is installed first,
 # pinned to its CPU build (2.13.0+cpu: from a local wheel where pip finds one, otherwise from PyTorch's CPU index; PyPI's Linux
@@ -82,7 +86,9 @@ gnugo:
 		(apt-get update -qq && apt-get install -y -qq gnugo) >/dev/null 2>&1 || echo "GNU Go could not be installed: the ladder against it is unavailable"; \
 	else echo "GNU Go is not installed: the ladder needs it (apt-get install gnugo, or brew install gnu-go)"; fi
 
+# The venv's activate script carries this workspace's settings and ports (infra/env.sh): `. .venv/bin/activate`.
 install: $(STAMP)
+	@$(BIN)/python -m flows.serve --port $(PREFECT_PORT) activate --venv $(VENV) --mlflow-port $(MLFLOW_PORT)
 
 # Validate the params file before anything starts (a bad key or value is named here).
 check: install
@@ -102,10 +108,14 @@ where: install
 
 # One generation through the served deployment; waits for it and prints where to look. The wait ends, with
 # the retry command, when the run fails or crashes, or when its process is gone (killed with the serve process).
-run: check up
+# A line another run holds is refused at once (no run is started); Ctrl-C cancels the run.
+run: install
+	@$(BIN)/python -m flows.serve check --line-free $(PARAMS)
+	@$(BIN)/python -m flows.serve up
 	@echo "python -m flows.serve run $(PARAMS)   (prefect deployment run zero-generation/local, then waits)"
 	@$(BIN)/python -m flows.serve run $(PARAMS); status=$$?; \
 	$(BIN)/python -m flows.serve where --params $(PARAMS) --mlflow-port $(MLFLOW_PORT); \
+	if [ $$status -eq 130 ]; then exit $$status; fi; \
 	if [ $$status -ne 0 ]; then echo "the flow run did not complete: its log is in the Prefect UI and .prefect/serve.log"; fi; \
 	exit $$status
 

@@ -25,7 +25,7 @@ from flows import lineage, liveness, stages, standalone
 from flows.capacity import require_resources
 from flows.compute import cpu_seconds, earlier_cpu_seconds, fresh_cpu_seconds, machine_compute
 from flows.ladder import run_ladder
-from flows.layout import Generation, LineError, Workspace, read_json, write_json
+from flows.layout import Generation, LineBusy, LineError, Workspace, read_json, write_json
 from flows.request import GenerationRequest
 from flows.ship import ship as ship_line
 from zero.ladder import LadderError
@@ -153,7 +153,10 @@ def zero_generation(
     req = GenerationRequest(params_file=params_file, overrides=overrides or [], generation=generation, workdir=workdir)
     params = req.load()  # stops here, naming the field, on a bad params file
     with liveness.recorded(str(get_run_context().flow_run.id)):  # so a run whose process is gone can be told
-        return run_generation(req.root(), params, req.generation)
+        try:
+            return run_generation(req.root(), params, req.generation)
+        except LineBusy:  # another run holds the line: Cancelled, naming it, since this one did nothing
+            return req.refused(params)
 
 
 def run_generation(root: Path, params, generation: int | None = None) -> dict:

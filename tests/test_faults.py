@@ -490,7 +490,7 @@ def test_a_second_run_is_refused_then_the_killed_run_is_retried_without_losing_o
     second, proc = p.deployment_run(f"params_file={SMOKE}", overrides, check=False)
     assert proc.returncode == 1
     state = p.flow_run(second)["state"]
-    assert state["type"] == "FAILED" and "already running" in state["message"] and first in state["message"]
+    assert state["type"] == "CANCELLED" and "already running" in state["message"] and first in state["message"]
 
     deadline = time.time() + 300
     while time.time() < deadline and not list((gen / "games").glob("shard-*.npz")):
