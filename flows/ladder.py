@@ -124,7 +124,7 @@ def _resolve(ws: Workspace, tag: str, spec: str, players: dict) -> tuple[str, st
 
 def run_ladder(root: Path, params, generation: int | None = None) -> dict:
     """Ladder the champion after `generation` (default: the last finished one) and refit the line."""
-    from zero.ladder import calibration_pairs, fit_dir, parse_anchor
+    from zero.ladder import calibration_pairs, fit_dir, parse_anchor, player_spec
     from zero.ladder_plot import plot_dir
 
     log = get_run_logger()
@@ -155,6 +155,8 @@ def run_ladder(root: Path, params, generation: int | None = None) -> dict:
             continue
         jobs.append((str(champ_path), resolved[0], champ, resolved[1], lad_cfg.games,
                      derive_seed(params.pipeline.seed, g, "ladder", i), "ladder"))
+    for spec in sorted({s for job in jobs for s in job[:2] if s.startswith(("gnugo:", "pachi:"))}):
+        player_spec(spec, lad_cfg.gnugo)  # an outside engine that is missing stops the ladder before any game
     log.info("ladder of %s after generation %d: champion %s, %d matches to play", tag, g, champ, len(jobs))
     results = [ladder_match_task(params_json, *job[:5], job[5], str(lad), job[6]) for job in jobs]
     fitted = fit_dir(lad, parse_anchor(lad_cfg.anchor), fallback_anchor="g0000")

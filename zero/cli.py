@@ -396,9 +396,10 @@ def cmd_ladder(args) -> int:
             if games == 0 and not args.calibration_games:
                 raise UsageError("--games 0 plays only the calibration games: give --calibration-games too")
             for spec in opponents:  # every opponent is checked before any game is played
-                if spec.startswith("gnugo:"):
+                if spec.startswith(("gnugo:", "pachi:")):
                     if params.game.name != "go":
-                        raise UsageError(f"opponent {spec!r}: GNU Go plays Go, but the params are for {params.game.tag}")
+                        engine = "GNU Go" if spec.startswith("gnugo:") else "Pachi"
+                        raise UsageError(f"opponent {spec!r}: {engine} plays Go, but the params are for {params.game.tag}")
                     ladder.player_spec(spec, cfg.gnugo)
                 else:
                     _check_player(params, make_game(params.game), spec)

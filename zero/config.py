@@ -564,8 +564,8 @@ class PipelineConfig(_Section):
 class LadderConfig(_Section):
     """The ladder: the champion against fixed opponents after a generation (`zero-ladder`, `zero ladder`).
 
-    Opponents are `gnugo:<level>` (GNU Go 3.8 over GTP), `mcts:<rollouts>`,
-    `gen:<g>` (the network generation g of the same line made) or a checkpoint.
+    Opponents are `gnugo:<level>` (GNU Go 3.8 over GTP), `pachi:<playouts>` (Pachi 12.90 over GTP),
+    `mcts:<rollouts>`, `gen:<g>` (the network generation g of the same line made) or a checkpoint.
     Calibration plays each consecutive pair of the fixed opponents once per
     workspace, so the anchor reaches every opponent.
 
@@ -599,11 +599,11 @@ class LadderConfig(_Section):
     def _known_opponents(cls, v: list[str]) -> list[str]:
         for spec in v:
             kind, _, arg = spec.partition(":")
-            if kind in ("gnugo", "mcts", "gen") and not arg.isdigit():
+            if kind in ("gnugo", "pachi", "mcts", "gen") and not arg.isdigit():
                 raise ValueError(f"opponent {spec!r}: {kind}: takes a whole number")
-            if kind not in ("gnugo", "mcts", "gen", "random") and not spec.endswith(".pt"):
-                raise ValueError(f"opponent {spec!r} is not gnugo:<level>, mcts:<rollouts>, gen:<g>, random "
-                                 f"or a .pt file")
+            if kind not in ("gnugo", "pachi", "mcts", "gen", "random") and not spec.endswith(".pt"):
+                raise ValueError(f"opponent {spec!r} is not gnugo:<level>, pachi:<playouts>, mcts:<rollouts>, "
+                                 f"gen:<g>, random or a .pt file")
         return v
 
 

@@ -11,7 +11,9 @@ zero.pairings reads and writes the pairing files and compares two ladders' playe
 
 Opponents are match player specs (zero.match.make_player) plus `gnugo:<level>`,
 GNU Go 3.8 over GTP with Chinese rules, positional superko and capture of all
-dead stones. zero referees every game by its own rules (Tromp-Taylor area
+dead stones, and `pachi:<playouts>`, Pachi 12.90 (Monte Carlo tree search with
+patterns, no network) at a fixed number of playouts a move on one thread,
+capturing dead stones before it passes. zero referees every game by its own rules (Tromp-Taylor area
 scoring, positional superko) whatever the engines think; openings are varied
 by a few fixed random moves in the centre of the board, each opening played
 twice with colours swapped.
@@ -19,9 +21,13 @@ twice with colours swapped.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
+import shlex
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -38,6 +44,12 @@ GNUGO_MAX_LEVEL = 16  # GNU Go's default is 10; above it reads deeper and plays 
 GNUGO_PATHS = ("gnugo", "/usr/games/gnugo", "/usr/local/bin/gnugo", "/opt/homebrew/bin/gnugo")
 INSTALL_HINT = ("GNU Go 3.8 is needed for the ladder: `apt-get install gnugo` (Debian, Ubuntu; as root), "
                 "`brew install gnu-go` (macOS), or build it from https://www.gnu.org/software/gnugo/")
+PACHI_FLAGS = "threads=1 pass_all_alive"  # one thread; it captures dead stones before it passes (area scoring)
+PACHI_PLAYOUTS = (500, 100_000)  # Pachi refuses fewer than 500; 100,000 is about 15 s a move on 9x9 on one core
+PACHI_ENV = "ZERO_PACHI"
+PACHI_HINT = ("Pachi 12.90 is needed for pachi:N opponents: `make pachi` builds it into .pachi/ from "
+              "../shared/pachi/ (about 35 s); elsewhere `git clone -b pachi-12.90 https://github.com/pasky/pachi "
+              ".pachi && make -C .pachi DCNN=0 JOSEKIFIX=0 GENERIC=1`, or set ZERO_PACHI to a Pachi binary")
 _NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
 
 
@@ -50,10 +62,69 @@ def find_gnugo(command: str = "gnugo") -> str:
     raise LadderError(f"GNU Go not found (tried {command!r} and {', '.join(GNUGO_PATHS[1:])}). {INSTALL_HINT}")
 
 
+@functools.lru_cache(maxsize=8)
+def pachi_version(path: str) -> dict | None:
+    """{"version", "git", "build"} from `path --version` (the build date left out, so that a rebuild of the
+    same source reads the same); None when `path` is not Pachi (Debian's `pachi` is a platform game)."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10,
+                             stdin=subprocess.DEVNULL).stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if not out or not re.match(r"Pachi \d+\.\d+", out[0]):
+        return None
+    git = next((line.split()[1] for line in out[1:] if line.startswith("git ") and len(line.split()) > 1), None)
+    build = next((line.split(",")[0].strip() for line in out[1:] if "build" in line), None)
+    return {"version": out[0].strip(), "git": git, "build": build}
+
+
+def find_pachi(command: str | None = None) -> str:
+    """The Pachi executable: `command`, else $ZERO_PACHI, else .pachi/pachi in the working directory or in
+    the repository (where `make pachi` builds it), else `pachi` on PATH. A named one that is not Pachi is
+    an error; a `pachi` on PATH that is not (or in /usr/games) is passed over."""
+    named = command or os.environ.get(PACHI_ENV)
+    if named:
+        found = shutil.which(named) or (named if Path(named).is_file() else None)
+        if found is None or pachi_version(str(Path(found).resolve())) is None:
+            raise LadderError(f"{named!r} ({'ZERO_PACHI' if not command else 'the Pachi command'}) is not a "
+                              f"Pachi executable. {PACHI_HINT}")
+        return str(Path(found).resolve())
+    built = [Path.cwd() / ".pachi" / "pachi", Path(__file__).resolve().parents[1] / ".pachi" / "pachi"]
+    on_path = shutil.which("pachi")
+    for candidate in [*built, *([Path(on_path)] if on_path and not on_path.startswith("/usr/games/") else [])]:
+        if candidate.is_file() and pachi_version(str(candidate.resolve())) is not None:
+            return str(candidate.resolve())
+    raise LadderError(f"Pachi not found (looked at ${PACHI_ENV}, {built[0]}, {built[1]} and PATH). {PACHI_HINT}")
+
+
+def _pachi_playouts(spec: str) -> int:
+    n = spec.split(":", 1)[1]
+    if not (n.isascii() and n.isdigit()) or not PACHI_PLAYOUTS[0] <= int(n) <= PACHI_PLAYOUTS[1]:
+        raise LadderError(f"opponent {spec!r}: Pachi's playouts a move are {PACHI_PLAYOUTS[0]:,} to "
+                          f"{PACHI_PLAYOUTS[1]:,}")
+    return int(n)
+
+
+def pachi_options(spec: str) -> str:
+    """Pachi's command-line options for `pachi:N`: N playouts a move (`-t =N`), one thread, Chinese rules."""
+    return f"-t ={_pachi_playouts(spec)} -r chinese {PACHI_FLAGS}"
+
+
+def engine_facts(spec: str, pachi: str | None = None) -> dict | None:
+    """What a pairing records of an outside engine beyond its spec, so that results are compared only
+    between the same engine and settings: Pachi's version, git commit, build and options. None otherwise."""
+    if not spec.startswith("pachi:"):
+        return None
+    return {"engine": "pachi", **pachi_version(find_pachi(pachi)), "options": pachi_options(spec)}
+
+
 def opponent_name(spec: str) -> str:
-    """A short, file-safe name for an opponent spec: gnugo:10 -> gnugo-l10, mcts:1000 -> mcts-1000."""
+    """A short, file-safe name for an opponent spec: gnugo:10 -> gnugo-l10, mcts:1000 -> mcts-1000,
+    pachi:5000 -> pachi-5000."""
     if spec.startswith("gnugo:"):
         return f"gnugo-l{int(spec.split(':', 1)[1])}"
+    if spec.startswith("pachi:"):
+        return f"pachi-{int(spec.split(':', 1)[1])}"
     if spec.startswith("mcts:"):
         return f"mcts-{int(spec.split(':', 1)[1])}"
     name = Path(spec).stem if spec.endswith(".pt") else spec
@@ -61,8 +132,11 @@ def opponent_name(spec: str) -> str:
     return name
 
 
-def player_spec(spec: str, gnugo: str = "gnugo") -> str:
-    """The zero.match player spec of an opponent (`gnugo:L` becomes a GTP command line)."""
+def player_spec(spec: str, gnugo: str = "gnugo", pachi: str | None = None) -> str:
+    """The zero.match player spec of an opponent (`gnugo:L` and `pachi:N` become GTP command lines)."""
+    if spec.startswith("pachi:"):
+        options = pachi_options(spec)
+        return f"gtp:{shlex.quote(find_pachi(pachi))} {options}"
     if spec.startswith("gnugo:"):
         level = spec.split(":", 1)[1]
         if not level.isdigit() or not 0 <= int(level) <= GNUGO_MAX_LEVEL:
@@ -82,14 +156,15 @@ def spec_sha256(spec: str) -> str | None:
 
 
 def is_fixed_opponent(name: str) -> bool:
-    """An outside engine or a fixed baseline (gnugo-lN, mcts-N, random): the same player in every ladder."""
-    return re.fullmatch(r"gnugo-l\d+|mcts-\d+|random", name) is not None
+    """An outside engine or a fixed baseline (gnugo-lN, pachi-N, mcts-N, random): the same player in every
+    ladder."""
+    return re.fullmatch(r"gnugo-l\d+|pachi-\d+|mcts-\d+|random", name) is not None
 
 
 def calibration_pairs(opponents: list[str]) -> list[tuple[str, str]]:
-    """Consecutive fixed opponents (GNU Go levels, pure MCTS, random), which play each other once so that
-    the anchor reaches every one of them."""
-    fixed = [o for o in opponents if o.split(":")[0] in ("gnugo", "mcts", "random")]
+    """Consecutive fixed opponents (GNU Go levels, Pachi, pure MCTS, random), which play each other once so
+    that the anchor reaches every one of them."""
+    fixed = [o for o in opponents if o.split(":")[0] in ("gnugo", "pachi", "mcts", "random")]
     return list(zip(fixed, fixed[1:]))
 
 
@@ -148,11 +223,12 @@ def visits_per_move(params, model: str, seconds: float, positions: int = 3, seed
 def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out_dir: str | Path,
                  a_name: str | None = None, b_name: str | None = None, label: str = "ladder",
                  concurrent: int = 10, opening_moves: int = 2, gnugo: str = "gnugo", progress=None,
-                 extra: dict | None = None) -> dict:
+                 extra: dict | None = None, pachi: str | None = None) -> dict:
     """Play `games` games (whole colour-swapped pairs) of a against b and record them in a ladder dir.
 
     `progress` is zero.match.run_match's: progress(games_done, games, positions) as each game ends.
-    `extra` goes into the record as it is (e.g. the time a move the visits stand for).
+    `extra` goes into the record as it is (e.g. the time a move the visits stand for); Pachi's version and
+    options go in as `a_engine` / `b_engine` (`pachi`: its executable, else found by find_pachi).
     Returns the pairing record (also written to pairings/<a>--<b>--<label>.json), with the mcts section
     the networks searched with (`search`). A pairing already in the directory with the same players (and
     network files), games, seed, visits, openings, game, komi, search and `extra` is not played again:
@@ -173,6 +249,8 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     settings = {
         "a_spec": a, "b_spec": b,
         **{f"{side}_sha256": digest for side, digest in (("a", spec_sha256(a)), ("b", spec_sha256(b))) if digest},
+        **{f"{side}_engine": facts for side, facts in (("a", engine_facts(a, pachi)), ("b", engine_facts(b, pachi)))
+           if facts},
         "games": games, "seed": seed, "visits": visits, "opening_moves": opening_moves, "game": params.game.tag,
         "komi": params.game.komi if params.game.name == "go" else None,
         **({"search": params.mcts.model_dump(mode="json")} if any(map(_is_network, (a, b))) else {}),
@@ -181,12 +259,12 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     done = _played(out_dir, key, settings)
     if done is not None:
         return done
-    params = params_for_players(params, [player_spec(x, gnugo) for x in (a, b)])
+    params = params_for_players(params, [player_spec(x, gnugo, pachi) for x in (a, b)])
     game = make_game(params.game)
     # Go: fixed central openings; Gomoku: the first moves are sampled from the players' own search.
     opens = openings(params.game.size, games // 2, opening_moves, seed) if params.game.name == "go" else None
-    pa = make_player(player_spec(a, gnugo), params, game, visits, seed)
-    pb = make_player(player_spec(b, gnugo), params, game, visits, seed + 1)
+    pa = make_player(player_spec(a, gnugo, pachi), params, game, visits, seed)
+    pb = make_player(player_spec(b, gnugo, pachi), params, game, visits, seed + 1)
     started = time.time()
     out = run_match(game, pa, pb, games, seed, concurrent, 0 if opens else opening_moves, -1.0,
                     openings=opens, progress=progress)
@@ -236,7 +314,7 @@ def colour_text(record: dict) -> str:
 
 def _is_network(spec: str) -> bool:
     """A player spec that names a network (a checkpoint or `init`), whose search the params set."""
-    return not spec.startswith(("gtp:", "mcts:", "gnugo:")) and spec != "random"
+    return not spec.startswith(("gtp:", "mcts:", "gnugo:", "pachi:")) and spec != "random"
 
 
 def parse_anchor(text: str) -> tuple[str, float]:
