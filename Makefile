@@ -86,6 +86,19 @@ gnugo:
 		(apt-get update -qq && apt-get install -y -qq gnugo) >/dev/null 2>&1 || echo "GNU Go could not be installed: the ladder against it is unavailable"; \
 	else echo "GNU Go is not installed: the ladder needs it (apt-get install gnugo, or brew install gnu-go)"; fi
 
+# Pachi 12.90, the ladder's outside anchor above GNU Go (`pachi:N` opponents), built into .pachi/ from its source in
+# PACHI_SRC (about 35 s); not part of install: only a ladder against Pachi needs it.
+PACHI_SRC ?= ../shared/pachi
+.PHONY: pachi
+pachi:
+	@if .pachi/pachi --version 2>/dev/null | grep -q '^Pachi 12.90'; then echo "Pachi 12.90: $(CURDIR)/.pachi/pachi"; \
+	elif [ -f "$(PACHI_SRC)/build.sh" ]; then echo "building Pachi 12.90 into .pachi/ from $(PACHI_SRC) (about 35 s)"; \
+		bash "$(PACHI_SRC)/build.sh" .pachi; \
+	else echo "no Pachi source in $(PACHI_SRC): get Pachi 12.90 and build it without its network, e.g." >&2; \
+		echo "  git clone -b pachi-12.90 https://github.com/pasky/pachi .pachi && make -C .pachi DCNN=0 JOSEKIFIX=0 GENERIC=1" >&2; \
+		echo "or: make pachi PACHI_SRC=DIR (DIR holding pachi-12.90.tar.xz and build.sh); ZERO_PACHI=PATH names a built one" >&2; \
+		exit 1; fi
+
 # The venv's activate script carries this workspace's settings and ports (infra/env.sh): `. .venv/bin/activate`.
 install: $(STAMP)
 	@$(BIN)/python -m flows.serve --port $(PREFECT_PORT) activate --venv $(VENV) --mlflow-port $(MLFLOW_PORT)
