@@ -1,12 +1,12 @@
 """How a player's Go games are won and lost: the stones each side had captured, from the games' SGFs.
 
-Each game of a directory of SGFs (a ladder pairing's `sgf/<pairing>/`, a match's `sgf/`) is replayed;
-every move that removes stones is a capture. Summed per game for the player named and for its
+Each game of an SGF collection (a ladder pairing's `sgf/<pairing>.sgf.gz`, a match's `sgf/match.sgf.gz`)
+is replayed; every move that removes stones is a capture. Summed per game for the player named and for its
 opponents, and split into the player's wins and losses: how many stones it lost, how many it took, in
 how many games it lost a group of at least `--group` stones in one capture (and the median move of the
 first), and how many of its losses were by more than `--whole-board` points.
 
-    python -m flows.captures docs/strength/go-9-g41-ladder/sgf/g41--gnugo-l1--ladder --player g41
+    python -m flows.captures docs/strength/go-9-g41-ladder/sgf/g41--gnugo-l1--ladder.sgf.gz --player g41
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from zero.games.go import BLACK, WHITE, GoPosition
-from zero.sgf import SgfError, parse_sgf
+from zero.sgf import SgfError, SgfGame, read_collection
 
 
 @dataclass
 class GameCaptures:
-    file: str
+    game: str  # which game: `<collection>#<number>`, from 1
     colour: int  # the player's: BLACK or WHITE
     won: bool | None  # None: a draw or no result
     margin: float | None  # points, None for a resignation or no result
@@ -43,16 +43,13 @@ def _outcome(result: str | None, colour: int) -> tuple[bool | None, float | None
         return won, None
 
 
-def game_captures(path: Path, player: str) -> GameCaptures:
-    """The captures of one Go game in which `player` is PB or PW. ValueError names what is wrong."""
-    try:
-        record = parse_sgf(path.read_text())
-    except SgfError as e:
-        raise ValueError(f"{path}: {e}") from None
+def game_captures(record: SgfGame, player: str, game: str) -> GameCaptures:
+    """The captures of one Go game in which `player` is PB or PW; `game` names it in errors and the result.
+    ValueError names what is wrong."""
     if record.game != "go" or record.size is None:
-        raise ValueError(f"{path}: not a Go game on a square board")
+        raise ValueError(f"{game}: not a Go game on a square board")
     if player not in (record.black, record.white):
-        raise ValueError(f"{path}: {player!r} is neither player (black {record.black!r}, white {record.white!r})")
+        raise ValueError(f"{game}: {player!r} is neither player (black {record.black!r}, white {record.white!r})")
     colour = BLACK if record.black == player else WHITE
     won, margin = _outcome(record.result, colour)
     position = GoPosition.initial(record.size, komi=record.komi or 0.0, open_ended=True)
@@ -65,7 +62,7 @@ def game_captures(path: Path, player: str) -> GameCaptures:
             stones = int((removed & (before == side)).sum())
             if stones:
                 into.append((number, stones))
-    return GameCaptures(path.name, colour, won, margin, len(record.moves), lost, taken)
+    return GameCaptures(game, colour, won, margin, len(record.moves), lost, taken)
 
 
 def summarise(games: list[GameCaptures], group: int = 5, whole_board: float = 70.0) -> dict:
@@ -93,26 +90,25 @@ def summarise(games: list[GameCaptures], group: int = 5, whole_board: float = 70
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m flows.captures", description=__doc__.split("\n\n")[0])
-    ap.add_argument("sgf_dir", help="a directory of Go SGFs in which --player plays every game")
+    ap.add_argument("collection", help="an SGF collection (.sgf.gz or .sgf) of Go games in which --player plays "
+                                       "every game")
     ap.add_argument("--player", required=True, help="the player's name as the SGFs give it (PB/PW)")
     ap.add_argument("--group", type=int, default=5, help="a capture of at least this many stones is a lost group")
     ap.add_argument("--whole-board", type=float, default=70.0, help="a loss by more points is by the whole board")
     ap.add_argument("--json", action="store_true", help="every game's captures as JSON, then the summary")
     args = ap.parse_args(argv)
-    files = sorted(Path(args.sgf_dir).glob("*.sgf"))
-    if not files:
-        print(f"python -m flows.captures: error: no .sgf files in {args.sgf_dir}", file=sys.stderr)
-        return 2
+    path = Path(args.collection)
     try:
-        games = [game_captures(f, args.player) for f in files]
-    except ValueError as e:
+        games = [game_captures(g, args.player, f"{path.name}#{i}")
+                 for i, g in enumerate(read_collection(path), start=1)]
+    except (SgfError, ValueError) as e:
         print(f"python -m flows.captures: error: {e}", file=sys.stderr)
         return 2
     summary = summarise(games, args.group, args.whole_board)
     if args.json:
         print(json.dumps({"games": [asdict(g) for g in games], "summary": summary}, indent=1))
     else:
-        print(f"{args.player}: {len(games)} games in {args.sgf_dir}")
+        print(f"{args.player}: {len(games)} games in {args.collection}")
         for name, row in summary.items():
             print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in row.items()))
     return 0

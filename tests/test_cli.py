@@ -46,10 +46,10 @@ def test_match_names_its_players_in_the_sgfs(tmp_path):
     run("match", "--a", "new/go-9.pt", "--b", "old/go-9.pt", "--games", "2", "--sgf-dir", "same", cwd=tmp_path)
     run("match", "--a", "new/go-9.pt", "--b", "old/go-9.pt", "--games", "2", "--sgf-dir", "named",
         "--a-name", "g26", "--b-name", "g25 [old]", cwd=tmp_path)
-    from zero.sgf import parse_sgf
+    from zero.sgf import read_collection
 
-    same = [parse_sgf(p.read_text()) for p in sorted((tmp_path / "same").glob("*.sgf"))]
-    named = [parse_sgf(p.read_text()) for p in sorted((tmp_path / "named").glob("*.sgf"))]
+    same = read_collection(tmp_path / "same" / "match.sgf.gz")
+    named = read_collection(tmp_path / "named" / "match.sgf.gz")
     assert {(g.black, g.white) for g in same} == {("go-9.pt", "go-9.pt")}
     assert [(g.black, g.white) for g in named] == [("g26", "g25 [old]"), ("g25 [old]", "g26")]
     proc = run("match", "--a", "new/go-9.pt", "--b", "old/go-9.pt", "--a-name", "", cwd=tmp_path, check=False)

@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from pipeline_support import SMOKE, isolate_env, make_workspace
+from zero.sgf import read_collection
 
 LADDER = ["ladder.enabled=true", 'ladder.opponents=["mcts:16", "random", "gen:0"]', "ladder.games=4",
           "ladder.visits=8", "ladder.concurrent_games=4", "ladder.calibration_games=2", "ladder.anchor=random=0"]
@@ -53,7 +54,10 @@ def test_each_generation_is_laddered_and_rated(laddered):
     assert ratings["ratings"]["random"]["elo"] == 0.0
     assert {"g0000", "g0001", "g0002", "mcts-16"} <= set(ratings["ratings"])
     assert (lad / "elo.png").read_bytes()[:4] == b"\x89PNG"
-    assert len(list((lad / "sgf").rglob("*.sgf"))) == 4 * len([n for n in names if not n.endswith("gate")]) - 2
+    played = [n for n in names if not n.endswith("gate")]  # a gate's pairing is its record, without games
+    collections = sorted((lad / "sgf").iterdir())  # one gzip-compressed SGF collection a pairing
+    assert [p.name for p in collections] == sorted(f"{n}.sgf.gz" for n in played)
+    assert sum(len(read_collection(p)) for p in collections) == 4 * len(played) - 2
 
 
 @pytest.mark.slow

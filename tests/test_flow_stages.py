@@ -9,6 +9,7 @@ from flows import stages
 from flows.layout import Workspace, derive_seed
 from pipeline_support import REPO, SMOKE, smoke_line
 from zero.config import load_params
+from zero.sgf import read_collection
 
 
 @pytest.fixture
@@ -69,7 +70,9 @@ def test_the_whole_generation_from_the_stage_functions(line):
     result = stages.gate(g1, workers=1)
     assert result["games"] == params.gate.games == result["wins"] + result["losses"] + result["draws"]
     assert result["champion_sha256"] == stages.file_sha256(g0.champion)
-    assert len(list((g1.gate_dir / "sgf").rglob("*.sgf"))) == params.gate.games
+    parts = sorted((g1.gate_dir / "sgf").rglob("*.sgf.gz"))  # each part's games, one collection
+    assert [p.name for p in parts] == ["match.sgf.gz"] * len(parts)
+    assert sum(len(read_collection(p)) for p in parts) == params.gate.games
     chosen = stages.champion(g1)
     winner = g1.candidate if result["passed"] else g0.champion
     assert chosen["sha256"] == stages.file_sha256(winner) == stages.file_sha256(g1.champion)

@@ -11,6 +11,7 @@ from zero.ladder import (LadderError, find_gnugo, fit_dir, openings, opponent_na
                          player_spec)
 from zero.ladder_plot import plot_dir
 from zero.pairings import paired, read_pairings, write_pairing
+from zero.sgf import read_collection, read_collection_text, write_collection
 from zero.stats import mcnemar_exact
 
 GOMOKU = params_from_dict({"game": {"name": "gomoku", "height": 6, "width": 6, "k": 4},
@@ -46,7 +47,10 @@ def test_a_pairing_is_recorded_with_its_games(tmp_path):
     assert rec["a"] == "mcts-200" and rec["b"] == "random" and rec["games"] == 6
     assert "a_sha256" not in rec and "b_sha256" not in rec  # neither is a network file
     assert rec["wins"] >= 5  # pure MCTS with 200 rollouts against random moves on 6x6, four in a row
-    assert len(list((tmp_path / "sgf" / "mcts-200--random--ladder").glob("*.sgf"))) == 6
+    games = read_collection(tmp_path / "sgf" / "mcts-200--random--ladder.sgf.gz")
+    assert [(g.black, g.white) for g in games] == [("mcts-200", "random"), ("random", "mcts-200")] * 3
+    assert sum((g.result[0] == "B") == (i % 2 == 0) for i, g in enumerate(games)) == rec["wins"]
+    assert sorted(p.name for p in (tmp_path / "sgf").iterdir()) == ["mcts-200--random--ladder.sgf.gz"]
     assert read_pairings(tmp_path) == [rec]
     black, white = rec["a_as_black"], rec["a_as_white"]  # a is black in games 0, 2, 4
     assert sum(black.values()) == sum(white.values()) == 3
@@ -70,7 +74,7 @@ def test_a_pairing_played_with_the_same_settings_is_not_played_again(tmp_path, m
     assert played == [1]
     again = play_pairing(GOMOKU, "mcts:8", "random", 6, seed=2, visits=8, out_dir=tmp_path, concurrent=6)
     assert played == [1, 1] and again["games"] == 6
-    shutil.rmtree(tmp_path / "sgf" / "mcts-8--random--ladder")
+    (tmp_path / "sgf" / "mcts-8--random--ladder.sgf.gz").unlink()
     play_pairing(GOMOKU, "mcts:8", "random", 6, seed=2, visits=8, out_dir=tmp_path, concurrent=6)
     assert played == [1, 1, 1]
     assert len(read_pairings(tmp_path)) == 1
@@ -151,8 +155,8 @@ def test_gnugo_is_an_opponent(tmp_path):
     rec = play_pairing(GO, "init", "gnugo:1", 2, seed=5, visits=4, out_dir=tmp_path, a_name="fresh", concurrent=2)
     # An untrained network against GNU Go: GNU Go wins both, refereed by zero's Tromp-Taylor count.
     assert (rec["wins"], rec["losses"]) == (0, 2)
-    sgfs = sorted((tmp_path / "sgf" / "fresh--gnugo-l1--ladder").glob("*.sgf"))
-    assert len(sgfs) == 2 and all("RE[" in p.read_text() for p in sgfs)
+    games = read_collection(tmp_path / "sgf" / "fresh--gnugo-l1--ladder.sgf.gz")
+    assert len(games) == 2 and all(g.result.startswith("W+") for g in games[0::2])
 
 
 @needs_gnugo
@@ -299,16 +303,13 @@ def test_a_ladder_at_a_time_a_move_plays_at_the_visits_that_time_buys(tmp_path, 
 
 
 def test_a_go_pairing_records_each_games_margin_from_as_side(tmp_path):
-    from zero.sgf import parse_sgf
-
     small = params_from_dict({"game": {"name": "go", "size": 5}, "network": {"size": "b1c8", "value_hidden": 8},
                               "gate": {"threads": 1}})
     rec = play_pairing(small, "mcts:30", "random", 6, seed=4, visits=8, out_dir=tmp_path, concurrent=6)
     margins = rec["a_margins"]
-    games = sorted((tmp_path / "sgf" / "mcts-30--random--ladder").glob("*.sgf"))
+    games = read_collection(tmp_path / "sgf" / "mcts-30--random--ladder.sgf.gz")
     assert len(margins) == len(games) == 6
-    for i, (margin, path) in enumerate(zip(margins, games)):
-        sgf = parse_sgf(path.read_text())
+    for i, (margin, sgf) in enumerate(zip(margins, games)):
         assert sgf.black == ("mcts-30" if i % 2 == 0 else "random")
         winner, points = sgf.result.split("+")  # e.g. W+12.5: the referee's count, as the record has it
         a_won = (winner == "B") == (i % 2 == 0)
@@ -353,16 +354,41 @@ def test_ladders_on_other_starts_or_with_other_openings_are_refused(two_ladders,
         paired(root / "strong", "strong", root / "other", "other")
     altered = tmp_path / "weak"
     shutil.copytree(root / "weak", altered)
-    game = sorted((altered / "sgf" / "weak--random--ladder").glob("*.sgf"))[3]
-    text = game.read_text()
-    first = text.index(";B[") + 3
-    point = text[first:first + 2]
-    game.write_text(text[:first] + ("aa" if point != "aa" else "ee") + text[first + 2:])
+    collection = altered / "sgf" / "weak--random--ladder.sgf.gz"
+    texts = ["(;" + t for t in read_collection_text(collection).split("(;")[1:]]
+    first = texts[3].index(";B[") + 3
+    point = texts[3][first:first + 2]
+    texts[3] = texts[3][:first] + ("aa" if point != "aa" else "ee") + texts[3][first + 2:]
+    write_collection(collection, texts)
     with pytest.raises(LadderError, match="game 3 opens differently"):
         paired(root / "strong", "strong", altered, "weak")
-    game.unlink()
-    with pytest.raises(LadderError, match="11 SGF files for a pairing of 12 games"):
+    write_collection(collection, texts[:-1])
+    with pytest.raises(LadderError, match="11 games for a pairing of 12 games"):
         paired(root / "strong", "strong", altered, "weak")
+    collection.write_bytes(collection.read_bytes()[:-20])
+    with pytest.raises(LadderError, match="weak--random--ladder.sgf.gz: not a readable gzip"):
+        paired(root / "strong", "strong", altered, "weak")
+
+
+def test_a_ladder_of_sgf_folders_is_packed_before_it_is_read_or_played_on(two_ladders, tmp_path):
+    """A ladder directory written before the collections (a folder of SGF files a pairing) is neither played
+    again nor read: the error says to pack it, and once packed it compares as before."""
+    root, _ = two_ladders
+    old = tmp_path / "weak"
+    shutil.copytree(root / "weak", old)
+    collection = old / "sgf" / "weak--random--ladder.sgf.gz"
+    folder = collection.with_name("weak--random--ladder")
+    folder.mkdir()
+    for i, text in enumerate("(;" + t for t in read_collection_text(collection).split("(;")[1:]):
+        (folder / f"weak--random--ladder-{i:04d}.sgf").write_text(text)
+    collection.unlink()
+    with pytest.raises(LadderError, match="zero sgf pack"):
+        paired(root / "strong", "strong", old, "weak")
+    with pytest.raises(LadderError, match="zero sgf pack"):
+        play_pairing(SMALL_GO, "mcts:2", "random", 12, seed=4, visits=8, out_dir=old, a_name="weak", concurrent=12)
+    assert main(["sgf", "pack", str(old)]) == 0
+    assert not folder.exists() and collection.is_file()
+    assert paired(root / "strong", "strong", old, "weak") == paired(root / "strong", "strong", root / "weak", "weak")
 
 
 def test_mcnemar_exact():

@@ -75,18 +75,17 @@ def test_play_match_writes_sgf_and_json(tiny_params, tiny_checkpoint, tmp_path):
     d = result.to_dict()
     json.dumps(d)
     assert d["games"] == 4 and d["wins"] + d["losses"] + d["draws"] == 4
-    assert len(list(tmp_path.glob("match-*.sgf"))) == 4
+    assert [p.name for p in tmp_path.iterdir() if p.suffix != ".pt"] == ["match.sgf.gz"]
 
 
 def test_match_sgfs_name_the_players_by_colour(tiny_params, tmp_path):
-    from zero.sgf import parse_sgf
+    from zero.sgf import read_collection
 
-    play_match(tiny_params, "random", "mcts:8", 4, seed=3, sgf_dir=tmp_path)
-    for i in range(4):
-        text = (tmp_path / f"match-{i:04d}.sgf").read_text()
-        black, white = ("random", "mcts:8") if i % 2 == 0 else ("mcts:8", "random")
-        assert f"PB[{black}]" in text and f"PW[{white}]" in text
-        parse_sgf(text)
+    result = play_match(tiny_params, "random", "mcts:8", 4, seed=3, sgf_dir=tmp_path)
+    games = read_collection(tmp_path / "match.sgf.gz")
+    assert [(g.black, g.white) for g in games] == [("random", "mcts:8"), ("mcts:8", "random")] * 2
+    a_won = sum((g.result[0] == "B") == (i % 2 == 0) for i, g in enumerate(games) if g.result[0] in "BW")
+    assert a_won == result.wins and all(g.properties["C"][0].startswith("zero match, seed ") for g in games)
 
 
 def test_a_network_spec_sets_its_leaf_batch_batches_in_flight_and_visits(tiny_params, tiny_checkpoint):

@@ -12,7 +12,7 @@ from zero.games.base import central_points
 from zero.games.go import GoGame
 from zero.games.gomoku import GomokuGame
 from zero.ladder import openings
-from zero.sgf import parse_sgf
+from zero.sgf import read_collection
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -98,7 +98,7 @@ def test_the_ladders_starts_are_those_of_the_committed_ladders():
     # every ladder of the 9x9 line since generation 35 plays the same 50 openings (seed 0); the shared
     # central_points must not move them
     starts = openings(9, 50, 2, seed=0)
-    sgfs = sorted((ROOT / "docs/strength/go-9-g71-ladder/sgf/g71--gnugo-l1--ladder").glob("*.sgf"))
-    assert len(sgfs) == 100
-    for i, path in enumerate(sgfs):
-        assert parse_sgf(path.read_text()).moves[:2] == starts[i // 2]
+    games = read_collection(ROOT / "docs/strength/go-9-g71-ladder/sgf/g71--gnugo-l1--ladder.sgf.gz")
+    assert len(games) == 100
+    for i, game in enumerate(games):
+        assert game.moves[:2] == starts[i // 2]

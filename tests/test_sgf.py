@@ -1,14 +1,16 @@
-"""SGF writing and reading: round trips, known records, pass encodings, errors, a golden file."""
+"""SGF writing and reading: round trips, known records, pass encodings, errors, a golden file; collections."""
 
 from __future__ import annotations
 
+import gzip
 import re
 from pathlib import Path
 
 import pytest
 
 from zero.notation import vertex_to_point
-from zero.sgf import SgfError, game_to_sgf, parse_sgf
+from zero.sgf import (SgfError, collection_bytes, game_to_sgf, parse_collection, parse_sgf, read_collection,
+                      read_collection_text, write_collection)
 
 DATA = Path(__file__).parent / "data"
 
@@ -142,7 +144,7 @@ def test_gomoku_square_default_and_no_pass():
         ("hello", "no game tree"),
         ("(;SZ[9];B[aa]", "not closed"),
         ("(;SZ[9];B[aa", "value is not closed"),
-        ("(;SZ[9];B)", "has no value"),
+        ("(;SZ[9];B)", "property with no values in the game tree opened at line 1"),
         ("(;SZ[9];B[zz])", "off the 9x9 board"),
         ("(;SZ[9];B[a])", "not an SGF point"),
         ("(;SZ[x])", "not a board size"),
@@ -153,7 +155,7 @@ def test_gomoku_square_default_and_no_pass():
         ("(;SZ[9];B[aa]W[bb])", "both a B and a W"),
         ("(;SZ[9];B[aa]B[bb])", "appears twice"),
         ("(;SZ[9];B[aa]}", "unexpected"),
-        ("()", "no node"),
+        ("()", "no game tree"),
     ],
 )
 def test_malformed_inputs(text, match):
@@ -163,7 +165,7 @@ def test_malformed_inputs(text, match):
 
 def test_error_says_where():
     with pytest.raises(SgfError, match=r"line 2, column 3"):
-        parse_sgf("(;SZ[9]\n;B;W[aa])")
+        parse_sgf("(;SZ[9]\n;B}W[aa])")
 
 
 def test_values_are_escaped_when_written():
@@ -177,3 +179,68 @@ def test_bad_arguments_to_writer():
         game_to_sgf([], game="chess")
     with pytest.raises(ValueError, match="upper-case"):
         game_to_sgf([], extra={"ev": "x"})
+
+
+# --- collections ---------------------------------------------------------------------------------------------
+
+
+def _games(n: int, black: str = "g41", white: str = "gnugo-l1") -> list[str]:
+    """n records of a colour-swapped match, each with its own moves and result."""
+    results = ["B+3.5", "W+R", "0", "B+R", "W+12.5"]
+    return [game_to_sgf(go_moves(["E5", "C3", "G7"][: 1 + i % 3] + ["pass", "pass"]), result=results[i % 5],
+                        black=(black, white)[i % 2], white=(white, black)[i % 2], comment=f"zero match, seed {i}")
+            for i in range(n)]
+
+
+def test_a_collection_round_trip_keeps_every_game_in_order(tmp_path):
+    texts = _games(7)
+    path = write_collection(tmp_path / "sgf" / "g41--gnugo-l1--ladder.sgf.gz", texts)
+    games = read_collection(path)
+    assert [(g.black, g.white, g.result) for g in games] == [(p.black, p.white, p.result) for p in map(parse_sgf, texts)]
+    assert [g.moves for g in games] == [parse_sgf(t).moves for t in texts]
+    assert games[5].properties["C"] == ["zero match, seed 5"] and games[1].result == "W+R"
+    assert read_collection_text(path) == "".join(texts)  # the records one after another, byte for byte
+    assert parse_sgf(read_collection_text(path)).black == "g41"  # a reader of one game sees the first
+    assert path.read_bytes() == collection_bytes(texts)  # the same bytes for the same games: no time in the header
+
+
+def test_a_collection_is_written_whole_or_not_at_all(tmp_path):
+    path = write_collection(tmp_path / "match.sgf.gz", _games(2))
+    with pytest.raises(ValueError, match="ends in .sgf.gz"):
+        write_collection(tmp_path / "match.sgf", _games(2))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["match.sgf.gz"] and len(read_collection(path)) == 2
+
+
+def test_a_plain_sgf_file_of_several_games_reads_as_a_collection(tmp_path):
+    path = tmp_path / "games.sgf"
+    path.write_text("junk before\n" + "".join(_games(3)))
+    assert [g.white for g in read_collection(path)] == ["gnugo-l1", "g41", "gnugo-l1"]
+
+
+@pytest.mark.parametrize("damage, match", [
+    (lambda b: b[: len(b) // 2], "not a readable gzip-compressed SGF collection"),
+    (lambda b: b[:-9], "not a readable gzip-compressed SGF collection"),
+    (lambda b: b"(;GM[1]SZ[9];B[ee])", "not a readable gzip-compressed SGF collection"),
+    (lambda b: gzip.compress(b"\xff\xfe(;GM[1])"), "not a readable gzip-compressed SGF collection"),
+    (lambda b: gzip.compress(gzip.decompress(b)[:-40]), "game 3 of the collection"),
+    (lambda b: gzip.compress(b"nothing here"), "no game tree"),
+])
+def test_a_damaged_collection_is_named(tmp_path, damage, match):
+    path = write_collection(tmp_path / "g41--gnugo-l1--ladder.sgf.gz", _games(3))
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(SgfError, match=match) as e:
+        read_collection(path)
+    assert str(e.value).startswith(f"{path}: ")
+
+
+def test_a_missing_collection_is_named(tmp_path):
+    with pytest.raises(SgfError, match="none.sgf.gz: no such SGF collection"):
+        read_collection(tmp_path / "none.sgf.gz")
+
+
+def test_a_bad_game_in_a_collection_is_named_by_its_number():
+    with pytest.raises(SgfError, match=r"game 2 of the collection: node 1: B\[zz\] is off the 9x9 board"):
+        parse_collection("(;SZ[9];B[aa])\n(;SZ[9];B[zz])")
+    with pytest.raises(SgfError, match=r"property value is not closed \(missing '\]'\) at line 2, column 10 "
+                                       r"\(game 2 of the collection\)"):
+        parse_collection("(;SZ[9];B[aa])\n(;SZ[9];B[bb")

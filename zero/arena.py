@@ -79,30 +79,47 @@ def choose_moves(policy: np.ndarray, sample: np.ndarray, rngs: list) -> np.ndarr
     return actions
 
 
-def write_sgfs(records: list[GameRecord], g: GameConfig, sgf_dir: str | Path, prefix: str,
-               event: str = "self-play", players: tuple[str, str] | None = None) -> list[Path]:
-    """One SGF file per game, named `<prefix>-<index>.sgf`; `event` names the games in their comment.
+def sgf_records(records: list[GameRecord], g: GameConfig, event: str = "self-play",
+                players: tuple[str, str] | None = None) -> list[str]:
+    """The SGF record of each game, in index order; `event` names the games in their comment.
 
     players: the names of a match's players a and b (PB/PW follow the colours: a is black in even-numbered
     games); without them both colours are `zero`, as in self-play.
     """
     from zero.sgf import game_to_sgf
 
-    sgf_dir = Path(sgf_dir)
-    sgf_dir.mkdir(parents=True, exist_ok=True)
     size = {"size": g.size, "komi": g.komi} if g.name == "go" else {"height": g.height, "width": g.width}
-    paths = []
-    for rec in records:
+    texts = []
+    for rec in sorted(records, key=lambda r: r.index):
         names = {}
         if players is not None:
             black, white = players if rec.index % 2 == 0 else players[::-1]
             names = {"black": black, "white": white}
-        text = game_to_sgf(rec.moves, game=g.name, result=rec.result_text(),
-                           comment=f"zero {event}, seed {rec.seed}", **size, **names)
+        texts.append(game_to_sgf(rec.moves, game=g.name, result=rec.result_text(),
+                                 comment=f"zero {event}, seed {rec.seed}", **size, **names))
+    return texts
+
+
+def write_sgfs(records: list[GameRecord], g: GameConfig, sgf_dir: str | Path, prefix: str,
+               event: str = "self-play", players: tuple[str, str] | None = None) -> list[Path]:
+    """One SGF file per game, named `<prefix>-<index>.sgf` (self-play's shards); see sgf_records."""
+    sgf_dir = Path(sgf_dir)
+    sgf_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for rec, text in zip(sorted(records, key=lambda r: r.index), sgf_records(records, g, event, players)):
         path = sgf_dir / f"{prefix}-{rec.index:04d}.sgf"
         atomic_write_text(path, text)
         paths.append(path)
     return paths
+
+
+def write_sgf_collection(records: list[GameRecord], g: GameConfig, path: str | Path, event: str = "match",
+                         players: tuple[str, str] | None = None) -> Path:
+    """A match's games as one gzip-compressed SGF collection `path` (`<name>.sgf.gz`), in index order,
+    written atomically; see sgf_records."""
+    from zero.sgf import write_collection
+
+    return write_collection(path, sgf_records(records, g, event, players))
 
 
 class RandomPlayer:

@@ -493,6 +493,26 @@ def cmd_paired(args) -> int:
     return 0
 
 
+def cmd_sgf_pack(args) -> int:
+    """Folders of one-game SGF files (and tar archives of them) packed into gzip-compressed collections."""
+    from zero.sgf_pack import PackError, pack
+
+    total = {"games": 0, "black_wins": 0, "white_wins": 0, "other": 0}
+    for folder in args.dirs:
+        try:
+            packed = pack(folder)
+        except PackError as e:
+            raise UsageError(str(e)) from None
+        for p in packed:
+            print(f"{p.collection}: {p.games} games ({p.black_wins} won by black, {p.white_wins} by white, "
+                  f"{p.other} other) from {p.source}")
+            for key in total:
+                total[key] += getattr(p, key)
+    print(f"{total['games']} games packed ({total['black_wins']} won by black, {total['white_wins']} by white, "
+          f"{total['other']} other)")
+    return 0
+
+
 def _ladder_player(folder: str) -> str:
     """The one player a ladder directory's ladder pairings were played for."""
     from zero import pairings
@@ -661,6 +681,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--b", default=None, help="like --a, in dir_b")
     p.add_argument("--out", default=None, help="also write the rows as JSON here")
     p.set_defaults(fn=cmd_paired)
+
+    sgf = sub.add_parser("sgf", help="SGF collections: `zero sgf pack DIR`")
+    sgf_sub = sgf.add_subparsers(dest="sgf_command", required=True)
+    p = sgf_sub.add_parser("pack", help="pack every folder of one-game SGF files (<name>-<index>.sgf) and every "
+                                        "tar.gz of them under DIR into <name>.sgf.gz collections")
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="a ladder or match directory, or any folder above them")
+    p.set_defaults(fn=cmd_sgf_pack)
 
     p = sub.add_parser("warmup", parents=[common],
                        help="compile the engine's kernels for the params on this machine (numba caches them), "

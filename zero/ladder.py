@@ -3,7 +3,7 @@
 A ladder directory holds what the ratings are fitted from:
 
     pairings/<a>--<b>--<label>.json   one match's result from a's view, with how it was played
-    sgf/<a>--<b>--<label>/            its games
+    sgf/<a>--<b>--<label>.sgf.gz      its games, one gzip-compressed SGF collection
     players.json                      optional facts per player (generation, cumulative compute)
     ratings.json, elo.png             written by `fit_dir` and zero.ladder_plot.plot_dir
 
@@ -35,7 +35,8 @@ import numpy as np
 
 from zero.fileio import atomic_write_text
 from zero.games.base import central_points
-from zero.pairings import LadderError, _played, read_pairings, write_pairing  # noqa: F401 (LadderError: its API)
+from zero.pairings import (LadderError, _played, pairing_sgf, read_pairings,  # noqa: F401 (LadderError: its API)
+                           write_pairing)
 from zero.ratings import DEFAULT_ANCHOR, Pairing, Rating, fit_ratings
 
 GNUGO_FLAGS = "--mode gtp --chinese-rules --positional-superko --capture-all-dead"
@@ -235,7 +236,7 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     its record is returned, so an interrupted ladder resumes and a ladder run again adds only what is new.
     """
     from zero.games import make_game
-    from zero.arena import write_sgfs
+    from zero.arena import write_sgf_collection
     from zero.match import make_player, params_for_players, run_match
 
     if games < 2 or games % 2:
@@ -268,12 +269,8 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     started = time.time()
     out = run_match(game, pa, pb, games, seed, concurrent, 0 if opens else opening_moves, -1.0,
                     openings=opens, progress=progress)
-    tmp_sgf = out_dir / "sgf" / f".{key}.tmp"
-    shutil.rmtree(tmp_sgf, ignore_errors=True)
-    write_sgfs(out.records, params.game, tmp_sgf, key, event="ladder match", players=(a_name, b_name))
-    final_sgf = out_dir / "sgf" / key
-    shutil.rmtree(final_sgf, ignore_errors=True)
-    tmp_sgf.replace(final_sgf)
+    write_sgf_collection(out.records, params.game, pairing_sgf(out_dir, key), event="ladder match",
+                         players=(a_name, b_name))
     record = {
         "a": a_name, "b": b_name, "label": label, **settings,
         **out.result.to_dict(), **games_by_colour(out.records, params.game.name == "go"),

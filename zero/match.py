@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 
-from zero.arena import ArenaRules, GameRecord, MCTSPlayer, RandomPlayer, play_arena, write_sgfs
+from zero.arena import ArenaRules, GameRecord, MCTSPlayer, RandomPlayer, play_arena, write_sgf_collection
 from zero.config import SearchConfig
 from zero.evaluator import NetworkEvaluator, RolloutEvaluator
 from zero.games import Game, make_game
@@ -28,6 +28,9 @@ from zero.stats import MatchResult, gate_status
 # rollouts, c from 2 to 6 played evenly with 3; from 2.5 to 6 they blocked one-move threats
 # about equally often, 2 less often.
 ROLLOUT_C_PUCT = 3.0
+
+
+MATCH_SGF = "match.sgf.gz"  # a match's games, one gzip-compressed SGF collection in its --sgf-dir
 
 
 # A network player's options: key -> (largest value, what it sets).
@@ -167,6 +170,7 @@ def play_match(params, a: str, b: str, num_games: int, seed: int, sgf_dir: str |
                names: tuple[str | None, str | None] = (None, None)) -> MatchResult:
     """Play a match between two player specs (checkpoint paths, `random`, `mcts:N`, `init`).
 
+    With `sgf_dir`, its games are written there as one collection, `match.sgf.gz` (MATCH_SGF).
     `names` are the players' names in the SGFs (PB/PW); each left None is the player's own (a checkpoint's
     file stem, `mcts-500`, ...).
     With sequential, stops early once a `params.gate` gate of `num_games` games is decided;
@@ -185,6 +189,6 @@ def play_match(params, a: str, b: str, num_games: int, seed: int, sgf_dir: str |
                     params.selfplay.resign_threshold, stop_early, first_index, progress=progress, stop=stop,
                     resign_min_move=params.selfplay.resign_min_move)
     if sgf_dir is not None:
-        write_sgfs(out.records, params.game, sgf_dir, "match", event="match",
-                   players=(names[0] or pa.name, names[1] or pb.name))
+        write_sgf_collection(out.records, params.game, Path(sgf_dir) / MATCH_SGF, event="match",
+                             players=(names[0] or pa.name, names[1] or pb.name))
     return out.result

@@ -1,10 +1,12 @@
 """A ladder directory's files, and two ladders' players compared on the same starts.
 
     pairings/<a>--<b>--<label>.json   one match's result from a's view, with how it was played
-    sgf/<a>--<b>--<label>/            its games
+    sgf/<a>--<b>--<label>.sgf.gz      its games, one gzip-compressed SGF collection (zero.sgf)
     players.json                      optional facts per player (generation, cumulative compute)
 
-zero.ladder plays the pairings and fits the ratings; zero.ladder_plot draws them.
+zero.ladder plays the pairings and fits the ratings; zero.ladder_plot draws them. A directory written
+before the collections, with a folder of SGF files a pairing (sgf/<a>--<b>--<label>/), is turned into
+this layout by `zero sgf pack DIR`.
 """
 
 from __future__ import annotations
@@ -22,21 +24,33 @@ class LadderError(RuntimeError):
 
 def _played(out_dir: Path, key: str, settings: dict) -> dict | None:
     """The pairing record `key` of the directory if it was played with these settings and its games are
-    there; else None."""
+    there; else None. LadderError for a directory of the older layout (a folder of SGF files a pairing),
+    which is packed first rather than played again."""
+    from zero.sgf import SgfError, read_collection
+
+    if (out_dir / "sgf" / key).is_dir():
+        raise LadderError(f"{out_dir / 'sgf' / key}: a folder of SGF files; `zero sgf pack {out_dir}` makes it "
+                          f"{pairing_sgf(out_dir, key).name}, the layout the ladder reads")
     path = _pairing_path(out_dir, key)
-    if not path.is_file() or not (out_dir / "sgf" / key).is_dir():
+    if not path.is_file() or not pairing_sgf(out_dir, key).is_file():
         return None
     try:
         record = json.loads(path.read_text())
-    except ValueError:
+        games = len(read_collection(pairing_sgf(out_dir, key)))
+    except (ValueError, SgfError):
         return None
     same = all(record.get(k) == v for k, v in json.loads(json.dumps(settings)).items())
-    return record if same and len(list((out_dir / "sgf" / key).glob("*.sgf"))) == settings["games"] else None
+    return record if same and games == settings["games"] else None
 
 
 def _record_key(record: dict) -> str:
-    """A pairing record's key, <a>--<b>--<label>: the name of its JSON file and of its SGF folder."""
+    """A pairing record's key, <a>--<b>--<label>: the name of its JSON file and of its SGF collection."""
     return f"{record['a']}--{record['b']}--{record.get('label', 'ladder')}"
+
+
+def pairing_sgf(ladder_dir: str | Path, key: str) -> Path:
+    """Where a ladder directory keeps the games of pairing `key`: sgf/<key>.sgf.gz."""
+    return Path(ladder_dir) / "sgf" / f"{key}.sgf.gz"
 
 
 def _pairing_path(ladder_dir: str | Path, key: str) -> Path:
@@ -75,22 +89,24 @@ STARTS = ("game", "komi", "seed", "games", "opening_moves")  # what fixes a pair
 
 
 def game_results(ladder_dir: str | Path, record: dict) -> list[tuple[tuple[int, ...], float]]:
-    """Each game of a pairing, in game order, from its SGFs: (its first `opening_moves` moves, a's points:
-    1, 0.5 or 0). LadderError names a missing or unreadable game."""
-    from zero.sgf import SgfError, parse_sgf
+    """Each game of a pairing, in game order, from its SGF collection: (its first `opening_moves` moves, a's
+    points: 1, 0.5 or 0). LadderError names a missing or unreadable collection or game."""
+    from zero.sgf import SgfError, read_collection
 
-    folder = Path(ladder_dir) / "sgf" / _record_key(record)
-    files = sorted(folder.glob("*.sgf"))
-    if len(files) != record["games"]:
-        raise LadderError(f"{folder}: {len(files)} SGF files for a pairing of {record['games']} games")
+    path = pairing_sgf(ladder_dir, _record_key(record))
+    if not path.is_file() and path.with_name(_record_key(record)).is_dir():
+        raise LadderError(f"{path.with_name(_record_key(record))}: a folder of SGF files; `zero sgf pack "
+                          f"{ladder_dir}` makes it {path.name}, the layout the ladder reads")
+    try:
+        games = read_collection(path)
+    except SgfError as e:
+        raise LadderError(str(e)) from None
+    if len(games) != record["games"]:
+        raise LadderError(f"{path}: {len(games)} games for a pairing of {record['games']} games")
     out = []
-    for path in files:
-        try:
-            g = parse_sgf(path.read_text())
-        except (SgfError, OSError, UnicodeDecodeError) as e:
-            raise LadderError(f"{path}: not a readable game ({e})") from None
+    for number, g in enumerate(games, start=1):
         if record["a"] not in (g.black, g.white) or not g.result:
-            raise LadderError(f"{path}: {record['a']} does not play it, or it has no result (RE)")
+            raise LadderError(f"{path}: game {number}: {record['a']} does not play it, or it has no result (RE)")
         winner = g.result.strip().upper()[:1]
         a_colour = "B" if g.black == record["a"] else "W"
         points = 0.5 if winner not in ("B", "W") else float(winner == a_colour)

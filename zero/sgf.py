@@ -1,4 +1,4 @@
-"""SGF (FF[4]) records of zero's games: writing them and reading their main line.
+"""SGF (FF[4]) records of zero's games: writing them, reading their main line, and collections of them.
 
 Moves are actions in zero's layout: row-major `row * width + col` with row 0
 at the top, and for Go `height * width` is pass. SGF points are column letter
@@ -6,17 +6,29 @@ then row letter with row `a` at the top, so the two layouts agree and no
 flipping is needed. Points use `a`..`z` then `A`..`Z` (boards up to 52); `zero.notation`
 writes and reads them.
 
-Only what zero needs is read: the root's game, board, komi, result and players,
-and the moves of the first variation. Setup stones (AB/AW/AE), which zero's
-positions cannot represent, are refused with a clear error.
+sgfmill's grammar reads the text (tokens, escapes, variations, collections); what zero
+needs is taken from it: the root's game, board, komi, result and players, and the
+moves of the first variation. Setup stones (AB/AW/AE), which zero's positions cannot
+represent, are refused with a clear error. Records are written here rather than by
+sgfmill, whose writer sorts a node's properties and wraps lines by width (the golden
+file's layout would drift) and whose points stop at 26 (zero's go to 52).
+
+A match's or a ladder pairing's games are kept as one gzip-compressed collection,
+`<name>.sgf.gz`: the records one after another, `(;GM[1]...)\n(;GM[1]...)\n`.
 """
 
 from __future__ import annotations
 
+import gzip
 import re
+import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from sgfmill import sgf_grammar
 
 from zero import __version__
+from zero.fileio import atomic_write
 from zero.notation import SGF_LETTERS, NotationError, colour_letter, point_to_sgf, sgf_is_pass, sgf_to_point
 
 GO_RULES = "Tromp-Taylor"
@@ -130,118 +142,54 @@ class SgfGame:
         return self.height if self.height == self.width else None
 
 
-class _Reader:
-    """Recursive-descent reader of SGF collections into nested (nodes, children) trees."""
-
-    def __init__(self, text: str):
-        self.text = text
-        self.i = 0
-
-    def where(self, i: int | None = None) -> str:
-        i = self.i if i is None else i
-        line = self.text.count("\n", 0, i) + 1
-        col = i - (self.text.rfind("\n", 0, i) + 1) + 1
-        return f"line {line}, column {col}"
-
-    def fail(self, what: str, i: int | None = None):
-        raise SgfError(f"{what} at {self.where(i)}")
-
-    def skip_ws(self) -> None:
-        while self.i < len(self.text) and self.text[self.i].isspace():
-            self.i += 1
-
-    def peek(self) -> str:
-        self.skip_ws()
-        return self.text[self.i] if self.i < len(self.text) else ""
-
-    def collection(self) -> list:
-        # Anything before the first "(" is ignored, as the spec allows.
-        start = self.text.find("(")
-        if start < 0:
-            raise SgfError("no game tree found: SGF text must contain '(;'")
-        self.i = start
-        trees = [self.game_tree()]
-        while self.peek() == "(":
-            trees.append(self.game_tree())
-        return trees
-
-    def game_tree(self):
-        if self.peek() != "(":
-            self.fail("expected '('")
-        open_at = self.i
-        self.i += 1
-        nodes = []
-        while self.peek() == ";":
-            nodes.append(self.node())
-        if not nodes:
-            self.fail("game tree has no node (expected ';')")
-        children = []
-        while self.peek() == "(":
-            children.append(self.game_tree())
-        c = self.peek()
-        if c != ")":
-            if c == "":
-                raise SgfError(f"game tree opened at {self.where(open_at)} is not closed (missing ')')")
-            self.fail(f"unexpected {c!r}")
-        self.i += 1
-        return nodes, children
-
-    def node(self) -> dict[str, list[str]]:
-        self.i += 1  # the ';'
-        props: dict[str, list[str]] = {}
-        while True:
-            c = self.peek()
-            if not c.isalpha():
-                return props
-            start = self.i
-            while self.i < len(self.text) and self.text[self.i].isalpha():
-                self.i += 1
-            # FF[3] allowed lower-case letters inside names (AddBlack); only capitals count.
-            name = "".join(ch for ch in self.text[start : self.i] if ch.isupper())
-            if not name:
-                self.fail(f"property name {self.text[start:self.i]!r} has no capital letters", start)
-            if self.peek() != "[":
-                self.fail(f"property {name} has no value (expected '[')")
-            if name in props:
-                self.fail(f"property {name} appears twice in one node", start)
-            values = []
-            while self.peek() == "[":
-                values.append(self.value())
-            props[name] = values
-
-    def value(self) -> str:
-        open_at = self.i
-        self.i += 1
-        out = []
-        text = self.text
-        while self.i < len(text):
-            ch = text[self.i]
-            if ch == "\\":
-                if self.i + 1 >= len(text):
-                    break
-                nxt = text[self.i + 1]
-                self.i += 2
-                if nxt == "\r" and self.i < len(text) and text[self.i] == "\n":
-                    self.i += 1
-                if nxt in "\r\n":
-                    continue  # soft line break
-                out.append(nxt)
-                continue
-            if ch == "]":
-                self.i += 1
-                return "".join(out)
-            out.append(ch)
-            self.i += 1
-        self.fail("property value is not closed (missing ']')", open_at)
+_START = re.compile(rb"\(\s*;")  # where a game tree starts (sgfmill looks for the same)
+_SPACE = re.compile(rb"[\t\n\r\v\f]")  # whitespace that SGF's Text type maps
 
 
-def _main_line(tree) -> list[dict[str, list[str]]]:
-    nodes, children = tree
-    out = list(nodes)
-    while children:
-        nodes, children = children[0]
-        out.extend(nodes)
-    return out
+def _trees(data: bytes, first_only: bool) -> list:
+    """The game trees of SGF bytes, read by sgfmill's grammar: the first one, or every one of a collection."""
+    if not _START.search(data):
+        raise SgfError("no game tree found: SGF text must contain '(;'")
+    try:
+        return [sgf_grammar.parse_sgf_game(data)] if first_only else sgf_grammar.parse_sgf_collection(data)
+    except ValueError as e:
+        raise SgfError(_explain(data, str(e))) from None
+
+
+def _explain(data: bytes, message: str) -> str:
+    """sgfmill's parse error with where it is: the game of a collection and, where sgfmill's tokeniser
+    stopped short, the line and column of what it could not read."""
+    message = re.sub(r"^error parsing game \d+: ", "", message)
+    start, number = 0, 0
+    while True:  # find the game that fails, and where the tokeniser stopped in it
+        tokens, stop = sgf_grammar.tokenise(data, start)
+        try:
+            sgf_grammar.parse_sgf_game(data[start:stop])
+        except ValueError:
+            break
+        start, number = stop, number + 1
+    game = f" (game {number + 1} of the collection)" if number else ""
+    rest = data[stop:].lstrip()
+    at = len(data) - len(rest)
+    opened = _where(data, _START.search(data, start).start())
+    if sum(t == ("D", b"(") for t in tokens) == sum(t == ("D", b")") for t in tokens):
+        return f"{message} in the game tree opened at {opened}{game}"  # read whole, but not a tree of nodes
+    if not rest:
+        return f"game tree opened at {opened} is not closed (missing ')'){game}"
+    if rest[:1] == b"[":
+        return f"property value is not closed (missing ']') at {_where(data, at)}{game}"
+    return f"unexpected {rest[:1].decode('latin-1')!r} at {_where(data, at)}{game}"
+
+
+def _where(data: bytes, i: int) -> str:
+    line, line_start = data.count(b"\n", 0, i) + 1, data.rfind(b"\n", 0, i) + 1
+    return f"line {line}, column {i - line_start + 1}"
+
+
+def _text(raw: bytes) -> str:
+    """A raw property value as text: escapes undone, soft line breaks dropped (SGF's Text type)."""
+    plain = b"\\" not in raw and not _SPACE.search(raw)  # a move or a name: nothing to undo (most values)
+    return (raw if plain else sgf_grammar.text_value(raw)).decode("utf-8", errors="replace")
 
 
 def _parse_size(values: list[str]) -> tuple[int, int]:
@@ -265,9 +213,24 @@ def parse_sgf(text: str) -> SgfGame:
         SgfError: the text is not SGF, names an unsupported game, has setup
             stones, or a move that is not on the board.
     """
-    reader = _Reader(text)
-    trees = reader.collection()
-    nodes = _main_line(trees[0])
+    return _game(_trees(text.encode("utf-8"), first_only=True)[0])
+
+
+def parse_collection(text: str) -> list[SgfGame]:
+    """Every game of an SGF collection `(;...)(;...)`, in order; SgfError names the game that is wrong."""
+    games = []
+    for number, tree in enumerate(_trees(text.encode("utf-8"), first_only=False), start=1):
+        try:
+            games.append(_game(tree))
+        except SgfError as e:
+            raise SgfError(f"game {number} of the collection: {e}") from None
+    return games
+
+
+def _game(tree) -> SgfGame:
+    """One game tree's main line in zero's terms."""
+    nodes = [{name: [_text(v) for v in values] for name, values in node.items()}
+             for node in sgf_grammar.main_sequence_iter(tree)]
     root = nodes[0]
 
     def first(name: str) -> str | None:
@@ -307,6 +270,8 @@ def parse_sgf(text: str) -> SgfGame:
         for colour in ("B", "W"):
             if colour not in node:
                 continue
+            if len(node[colour]) > 1:  # sgfmill joins a property written twice into one with two values
+                raise SgfError(f"node {number}: {colour} appears twice, or with two values: one move a node")
             value = node[colour][0].strip()
             action = _read_move(value, colour, number, height, width, pass_action)
             want = colour_letter(1 if len(moves) % 2 == 0 else -1)
@@ -338,3 +303,54 @@ def _read_move(value: str, colour: str, number: int, height: int, width: int, pa
         return sgf_to_point(value, height, width)
     except NotationError as e:
         raise SgfError(f"node {number}: {colour}[{value}] {e.reason}") from None
+
+
+# --- collections: one gzip-compressed file of many games -------------------------------------------------------
+
+COLLECTION_SUFFIX = ".sgf.gz"
+MAX_COLLECTION_BYTES = 256 << 20  # a collection that unpacks to more is refused (not one of zero's)
+
+
+def collection_bytes(texts: list[str]) -> bytes:
+    """SGF records (each `(;...)`) as one gzip-compressed collection, the same bytes for the same games
+    (no time or file name in the gzip header)."""
+    body = "".join(t if t.endswith("\n") else t + "\n" for t in texts).encode("utf-8")
+    return gzip.compress(body, compresslevel=9, mtime=0)
+
+
+def write_collection(path: str | Path, texts: list[str]) -> Path:
+    """Write SGF records as one gzip-compressed collection `path` (`<pairing>.sgf.gz`), atomically."""
+    path = Path(path)
+    if not path.name.endswith(COLLECTION_SUFFIX):
+        raise ValueError(f"{path}: a collection's name ends in {COLLECTION_SUFFIX}")
+    with atomic_write(path) as f:
+        f.write(collection_bytes(texts))
+    return path
+
+
+def read_collection_text(path: str | Path) -> str:
+    """The SGF text of a collection file (`.sgf.gz`, or a plain `.sgf`); SgfError names a file that cannot be
+    read whole (truncated, not gzip, not UTF-8, or larger than MAX_COLLECTION_BYTES unpacked)."""
+    path = Path(path)
+    try:
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rb") as f:
+                data = f.read(MAX_COLLECTION_BYTES + 1)
+        else:
+            data = path.read_bytes()
+        if len(data) > MAX_COLLECTION_BYTES:
+            raise SgfError(f"{path}: more than {MAX_COLLECTION_BYTES >> 20} MiB of SGF")
+        return data.decode("utf-8")
+    except FileNotFoundError:
+        raise SgfError(f"{path}: no such SGF collection") from None
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as e:
+        raise SgfError(f"{path}: not a readable gzip-compressed SGF collection ({e})") from None
+
+
+def read_collection(path: str | Path) -> list[SgfGame]:
+    """Every game of a collection file, in order; SgfError names the file (and the game) that is wrong."""
+    text = read_collection_text(path)
+    try:
+        return parse_collection(text)
+    except SgfError as e:
+        raise SgfError(f"{path}: {e}") from None
