@@ -1,0 +1,18 @@
+"""docs/ keeps records, not bulk bytes: no networks, games as one SGF collection a match or pairing."""
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MAX_FILES = 1000  # docs/ held 13,527 files when every game was a file of its own
+
+
+def tracked(under: str) -> list[str]:
+    out = subprocess.run(["git", "ls-files", under], cwd=REPO, capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def test_docs_holds_no_network_and_no_loose_game():
+    files = tracked("docs")
+    assert [f for f in files if f.endswith((".pt", ".pth", ".ckpt"))] == []  # docs/networks.md names them
+    assert [f for f in files if f.endswith((".sgf", ".tar.gz", ".tgz"))] == []  # `zero sgf pack docs` packs them
+    assert len(files) <= MAX_FILES
