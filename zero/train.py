@@ -11,8 +11,14 @@ is the optimizer's weight decay: `params.train.weight_decay` is the paper's c,
 and since d/dtheta c||theta||^2 = 2 c theta, SGD gets `weight_decay = 2c`. It
 applies to every parameter (batch-norm scales and biases too), as in the paper.
 
-The window is kept bit-packed and unpacked one minibatch at a time. The same
-seed and inputs give the same weights on the same machine.
+The window is kept bit-packed and unpacked one minibatch at a time
+(zero.train_data). The same seed and inputs give the same weights on the same
+machine.
+
+`train` runs in four steps: the model (`_model`: the network, its device and
+arithmetic), the data (`training_data`: the window, the held-out games, the
+steps), the loop (`_run_steps`: each `_step`, the held-out losses, the kept
+state) and the checkpoint (`_final_metrics`, `_write_checkpoint`).
 
 Switches of a faster recipe, all off by default (params.train):
 
@@ -38,12 +44,11 @@ continues from there to the same weights, byte for byte, as one that never stopp
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -52,9 +57,11 @@ import torch
 import torch.nn.functional as F
 
 from zero.fileio import atomic_write
-from zero.games.base import square_symmetries
 from zero.network import grow_network, load_checkpoint, pick_device, save_checkpoint, set_threads
-from zero.shards import file_sha256, read_shard
+from zero.shards import file_sha256
+from zero.train_data import (  # noqa: F401 (zero.train's API)
+    TrainData, Window, WindowError, apply_symmetry, holdout_positions, load_window, reuse, training_data,
+)
 
 METRIC_KEYS = ("loss", "policy_loss", "value_loss", "l2", "entropy", "grad_norm", "lr", "positions_per_s")
 AUX_METRIC_KEYS = ("ownership_loss", "score_loss")  # with network.aux_heads
@@ -68,190 +75,6 @@ RESUME_EVERY_S = 60.0  # seconds of training between two saves of that state
 RESUME_FORMAT = "zero-train-resume-1"
 
 log = logging.getLogger(__name__)
-
-
-class WindowError(ValueError):
-    """Training data that cannot be used: no positions, or a shard shaped for another network."""
-
-
-@dataclass
-class Window:
-    """The training positions, oldest first. N positions, A actions, planes [C, H, W]."""
-
-    planes: np.ndarray  # [N, ceil(C*H*W/8)] uint8, bit-packed
-    policy: np.ndarray  # [N, A] float16, search visit distribution
-    value: np.ndarray  # [N] int8, z from the side to move's view
-    plane_shape: tuple[int, int, int]
-    num_actions: int
-    shards: list[dict] = field(default_factory=list)  # {path, sha256, positions} of each shard used, oldest first
-    game_index: np.ndarray | None = None  # [N] int32, the position's game within its shard
-    ownership: np.ndarray | None = None  # [N, H*W] int8, side to move's view; None: no shard has aux targets
-    score: np.ndarray | None = None  # [N] float32, side to move's view
-    aux_mask: np.ndarray | None = None  # [N] bool, the position carries ownership and score
-
-    def __len__(self) -> int:
-        return len(self.value)
-
-    def shard_number(self) -> np.ndarray:
-        """[N] int, which of `shards` each position comes from."""
-        return np.repeat(np.arange(len(self.shards)), [s["positions"] for s in self.shards])
-
-    def aux_batch(self, index: np.ndarray, inverse: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Ownership [B, H*W] float32 (moved by the same symmetries as `batch`), score [B] float32, mask [B] bool."""
-        hw = self.ownership.shape[1]
-        own = np.take_along_axis(self.ownership[index], inverse[:, :hw], axis=1).astype(np.float32)
-        return own, self.score[index], self.aux_mask[index]
-
-    def batch(self, index: np.ndarray, inverse: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The positions at `index`, each under its own symmetry.
-
-        Args:
-            index: [B] int, positions of the window.
-            inverse: [B, A] int, per position the inverse of its symmetry's
-                permutation (`inverse[b, perm[a]] = a`).
-        Returns:
-            planes [B, C, H, W] float32, pi [B, A] float32 (rows sum to 1), z [B] float32.
-        """
-        c, h, w = self.plane_shape
-        bits = np.unpackbits(self.planes[index], axis=1, count=c * h * w).reshape(len(index), c, h * w)
-        planes, pi = apply_symmetry(bits, self.policy[index].astype(np.float32), inverse)
-        pi /= pi.sum(axis=1, keepdims=True)
-        return planes.reshape(-1, c, h, w).astype(np.float32), pi, self.value[index].astype(np.float32)
-
-
-def apply_symmetry(planes: np.ndarray, policy: np.ndarray, inverse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Move planes and policy through per-position board symmetries.
-
-    With perm the symmetry's permutation (`square_symmetries`) and inverse its
-    inverse, the result has out[..., perm[a]] = in[..., a] for the board points
-    of the planes and for every action of the policy (pass maps to itself).
-
-    Args:
-        planes: [B, C, H*W] flattened input planes.
-        policy: [B, A] policy targets.
-        inverse: [B, A] int, inverse permutation per position.
-    """
-    hw = planes.shape[-1]
-    moved_planes = np.take_along_axis(planes, inverse[:, None, :hw], axis=2)
-    moved_policy = np.take_along_axis(policy, inverse, axis=1)
-    return moved_planes, moved_policy
-
-
-def load_window(
-    shard_paths: list[str | Path],
-    max_positions: int,
-    plane_shape: tuple[int, int, int] | None = None,
-    num_actions: int | None = None,
-) -> Window:
-    """The most recent `max_positions` positions of the shards (given oldest first).
-
-    Shards are read newest first; once the window is full the older ones are
-    not read at all (and are not listed in `Window.shards`). Every shard read
-    must have the same plane shape and action count, and those of the network
-    when `plane_shape` / `num_actions` are given; WindowError names the shard.
-    """
-    if not shard_paths:
-        raise WindowError("no shards given to train on")
-    parts, used = [], []
-    remaining = max_positions
-    for path in reversed([Path(p) for p in shard_paths]):
-        shard = read_shard(path)
-        shape, actions = tuple(shard.plane_shape), int(shard.header["num_actions"])
-        if plane_shape is None:
-            plane_shape, num_actions = shape, actions
-        if shape != tuple(plane_shape) or actions != num_actions:
-            raise WindowError(
-                f"{path}: shard has planes {shape} and {actions} actions, "
-                f"but the network takes planes {tuple(plane_shape)} and {num_actions} actions"
-            )
-        take = min(len(shard.value), remaining)
-        if take:
-            keep = slice(len(shard.value) - take, None)  # the latest positions of a partly used shard
-            aux = (shard.ownership[keep], shard.score[keep], shard.aux_mask[keep]) if shard.has_aux else None
-            parts.append((shard.planes[keep], shard.policy[keep], shard.value[keep], shard.game_index[keep], aux))
-            used.append({"path": str(path), "sha256": file_sha256(path), "positions": take})
-            remaining -= take
-        if remaining == 0:
-            break
-    if not parts:
-        raise WindowError(f"the {len(shard_paths)} shard(s) given hold no positions")
-    parts.reverse()
-    used.reverse()
-    aux = {}
-    if any(p[4] is not None for p in parts):
-        hw = plane_shape[1] * plane_shape[2]
-        filled = [p[4] or (np.zeros((len(p[2]), hw), np.int8), np.zeros(len(p[2]), np.float32),
-                           np.zeros(len(p[2]), np.bool_)) for p in parts]
-        aux = {name: np.concatenate([f[i] for f in filled]) for i, name in enumerate(("ownership", "score", "aux_mask"))}
-    return Window(
-        planes=np.concatenate([p[0] for p in parts]),
-        policy=np.concatenate([p[1] for p in parts]),
-        value=np.concatenate([p[2] for p in parts]),
-        plane_shape=tuple(plane_shape),
-        num_actions=int(num_actions),
-        shards=used,
-        game_index=np.concatenate([p[3] for p in parts]),
-        **aux,
-    )
-
-
-def holdout_positions(window: Window, newest_shards: int, share: float) -> np.ndarray:
-    """[N] bool: the positions of the games held out of training.
-
-    The games are those of the window's newest `newest_shards` shards (the
-    newest generation); `round(share * games)` of them are held out (at least
-    one when share > 0, never all), chosen by a hash of (shard sha256, game
-    index): the same data always gives the same split, whatever the seed, and
-    a game is never split between training and held-out positions.
-    """
-    held = np.zeros(len(window), np.bool_)
-    if share <= 0:
-        return held
-    shard_no = window.shard_number()
-    first = max(0, len(window.shards) - newest_shards)
-    keys = {}
-    for k in range(first, len(window.shards)):
-        sha = window.shards[k]["sha256"]
-        for g in np.unique(window.game_index[shard_no == k]):
-            keys[(k, int(g))] = hashlib.sha256(f"{sha}:{int(g)}".encode()).hexdigest()
-    if len(keys) < 2:
-        return held
-    count = min(len(keys) - 1, max(1, round(share * len(keys))))
-    chosen = sorted(keys, key=keys.get)[:count]
-    for k, g in chosen:
-        held |= (shard_no == k) & (window.game_index == g)
-    return held
-
-
-def reuse(steps: int, batch_size: int, train_positions: int, new_positions: int,
-          max_samples_per_position: float | None = None) -> dict:
-    """How often positions are drawn, and the steps that keep it within the cap.
-
-    Each step draws `batch_size` positions uniformly from the `train_positions`
-    of the window. `samples_per_position` is the mean number of draws of a
-    position in this training; `lifetime_samples_per_position` the mean over a
-    position's whole life in the window, in the steady state where every
-    generation trains as long and adds `new_positions`: each generation's draws
-    are shared, over the generations it stays, by the positions it added, so
-    the life figure is draws per training / new positions. With the cap, steps
-    are cut to floor(cap * new_positions / batch_size) (at least 1) when above it.
-
-    Returns:
-        {steps, planned_steps, samples_per_position, lifetime_samples_per_position, train_positions,
-        new_positions}, the figures for the steps actually run.
-    """
-    run = steps
-    if max_samples_per_position is not None:
-        run = max(1, min(steps, int(max_samples_per_position * new_positions // batch_size)))
-    draws = run * batch_size
-    return {
-        "steps": run,
-        "planned_steps": steps,
-        "samples_per_position": draws / max(train_positions, 1),
-        "lifetime_samples_per_position": draws / max(new_positions, 1),
-        "train_positions": int(train_positions),
-        "new_positions": int(new_positions),
-    }
 
 
 def aux_losses(ownership: torch.Tensor, score: torch.Tensor, own_target: torch.Tensor, score_target: torch.Tensor,
@@ -552,158 +375,206 @@ def train(
         from, when it was; `resumed_at_step`, the step a kept state let it start at, when one did.
     """
     cfg = params.train
+    started = time.perf_counter()
+    model = _model(cfg, init_checkpoint, network, seed)
+    if newest_shards is None:
+        newest_shards = params.pipeline.selfplay_shards
+    data = training_data(shard_paths, cfg, model.net.config, newest_shards)
+    init_sha256 = file_sha256(init_checkpoint)
+    state = TrainState(out_checkpoint, _resume_key(init_sha256, data, seed, cfg, model), resume_every_s)
+    first, history, holdout = _run_steps(model, data, cfg, seed, state, on_step, replay_kept)
+    final = _final_metrics(model, data, cfg, seed, history, holdout)
+    _write_checkpoint(model, data, out_checkpoint, final, seed, init_sha256, meta)
+    state.clear()
+    return _summary(model, data, final, holdout, first, time.perf_counter() - started)
+
+
+@dataclass
+class _Model:
+    """The network a training fits, where and in which arithmetic."""
+
+    net: torch.nn.Module  # in training layout on `device`
+    device: torch.device
+    amp: bool  # bf16 autocast (`_bf16`)
+    layout: torch.memory_format  # of the network and its batches (`_layout`)
+    init_meta: dict  # the starting checkpoint's meta
+    grown_from: str | None  # "b<blocks>c<filters>" of the checkpoint when its network was grown
+
+
+def _model(cfg, init_checkpoint: str | Path, network, seed: int) -> _Model:
+    """The starting checkpoint's network on the train section's device (torch on its threads), grown into
+    `network`'s trunk when that is larger (seeded by `seed`)."""
     set_threads(cfg.threads)
     device = pick_device(cfg.device)
-    amp = _bf16(cfg, device)
-    started = time.perf_counter()
     net, init_meta = load_checkpoint(init_checkpoint, device)
     grown_from = None
     if network is not None and _trunk(net.config) != _trunk_of(network):
         grown_from = f"b{net.config.blocks}c{net.config.filters}"
         net = grow_network(net.cpu(), network.blocks, network.filters, network.pooling_channels, seed).to(device)
     layout = _layout(cfg)
-    net = net.to(memory_format=layout)
-    nc = net.config
-    window = load_window(shard_paths, cfg.max_window_positions, (nc.in_planes, nc.height, nc.width), nc.num_actions)
-    use_aux = nc.aux_heads and window.aux_mask is not None
-    perms = square_symmetries(nc.height, nc.width, extra_actions=nc.num_actions - nc.height * nc.width)
-    inverses = np.argsort(perms, axis=1)  # [S, A]: inverses[s, perms[s, a]] = a
+    return _Model(net=net.to(memory_format=layout), device=device, amp=_bf16(cfg, device), layout=layout,
+                  init_meta=init_meta, grown_from=grown_from)
 
-    if newest_shards is None:
-        newest_shards = params.pipeline.selfplay_shards
-    newest_shards = max(1, min(newest_shards, len(window.shards)))
-    held = holdout_positions(window, newest_shards, cfg.holdout_share)
-    pool = np.flatnonzero(~held) if held.any() else None  # training positions; None: all of the window
-    held_index = np.flatnonzero(held)
-    newest = window.shard_number() >= len(window.shards) - newest_shards
-    figures = reuse(cfg.steps, cfg.batch_size, len(window) - len(held_index), int((newest & ~held).sum()),
-                    cfg.max_samples_per_position)
-    steps = figures["steps"]
+
+def _resume_key(init_sha256: str, data: TrainData, seed: int, cfg, model: _Model) -> dict:
+    """What a kept state must have been kept for to be resumed from (TrainState)."""
+    return {
+        "init_checkpoint": init_sha256, "shards": [s["sha256"] for s in data.window.shards],
+        "seed": seed, "steps": data.steps, "newest_shards": data.newest_shards, "train": cfg.model_dump(mode="json"),
+        "network": list(_trunk(model.net.config)), "device": model.device.type, "bf16": model.amp,
+    }
+
+
+def _run_steps(model: _Model, data: TrainData, cfg, seed: int, state: TrainState, on_step, replay_kept: bool,
+               ) -> tuple[int, list[dict], dict]:
+    """The SGD steps, from the step of a kept state when there is one, keeping the state as they go.
+
+    Returns (the step it started at, every step's metrics, the last held-out losses or {}).
+    """
+    steps = data.steps
     milestones = [round(m * steps / cfg.steps) for m in cfg.lr_milestones]  # unchanged unless the cap cut steps
     eval_every = max(1, steps // HOLDOUT_EVALS)
-
     rng = np.random.default_rng(seed)
-    c = cfg.weight_decay
-    history: list[dict] = []
-    holdout: dict = {}
-    init_sha256 = file_sha256(init_checkpoint)
-    state = TrainState(out_checkpoint, {
-        "init_checkpoint": init_sha256, "shards": [s["sha256"] for s in window.shards],
-        "seed": seed, "steps": steps, "newest_shards": newest_shards, "train": cfg.model_dump(mode="json"),
-        "network": list(_trunk(nc)), "device": device.type, "bf16": amp,
-    }, resume_every_s)
-    first = 0
-
-    with _deterministic(device, seed):
-        optimizer = _optimizer(net, cfg)
+    first, history, holdout = 0, [], {}
+    with _deterministic(model.device, seed):
+        optimizer = _optimizer(model.net, cfg)
         schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=milestones, gamma=cfg.lr_gamma)
         kept = state.load()
         if kept:
-            first, history, holdout = kept["step"], kept["history"], kept["holdout"]
-            net.load_state_dict(kept["net"])
-            optimizer.load_state_dict(kept["optimizer"])  # with the learning rate the schedule had reached
-            schedule.last_epoch = first
-            rng.bit_generator.state = kept["rng"]
-            torch.set_rng_state(kept["torch_rng"])
-            if kept["cuda_rng"] is not None:
-                torch.cuda.set_rng_state(kept["cuda_rng"], device)
+            first, history, holdout = _resume(kept, model, optimizer, schedule, rng)
             log.info("%s: training resumes at step %d of %d", state.path, first, steps)
             for i, metrics in enumerate(history if replay_kept and on_step is not None else ()):
                 on_step(i, dict(metrics))
-        net.train()
+        model.net.train()
         for step in range(first, steps):
-            t0 = time.perf_counter()
-            if pool is None:
-                index = rng.integers(0, len(window), size=cfg.batch_size)
-            else:
-                index = pool[rng.integers(0, len(pool), size=cfg.batch_size)]
-            sym = rng.integers(0, len(perms), size=cfg.batch_size)
-            planes, pi, z = window.batch(index, inverses[sym])
-            aux = _tensors(device, *window.aux_batch(index, inverses[sym])) if use_aux else None
-            x, pi_t, z_t = _tensors(device, planes, pi, z)
-            x = x.contiguous(memory_format=layout)
-
-            losses = _step_losses(net, x, pi_t, z_t, aux, device, amp)
-            objective = _objective(losses, cfg)
-            lr = optimizer.param_groups[0]["lr"]
-            optimizer.zero_grad(set_to_none=True)
-            objective.backward()  # the L2 term's gradient comes from weight_decay
-            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in net.parameters() if p.grad is not None])
-            if cfg.max_grad_norm:
-                torch.nn.utils.clip_grads_with_norm_(net.parameters(), cfg.max_grad_norm, grad_norm)
-            optimizer.step()
-            schedule.step()
-
-            with torch.no_grad():
-                log_p = losses["log_p"]
-                l2 = c * sum((p.detach() ** 2).sum() for p in net.parameters())
-                entropy = -(log_p.exp() * log_p).sum(dim=1).mean()
-                names = ["policy_loss", "value_loss", *(AUX_METRIC_KEYS if use_aux else ())]
-                values = torch.stack([losses[k].detach() for k in names] + [l2, entropy, grad_norm]).cpu().tolist()
-            found = dict(zip(names, values[:-3]))
-            l2v, ent, gnorm = values[-3:]
-            metrics = {
-                "loss": found["policy_loss"] + found["value_loss"] + l2v,
-                "policy_loss": found["policy_loss"],
-                "value_loss": found["value_loss"],
-                "l2": l2v,
-                "entropy": ent,
-                "grad_norm": gnorm,
-                "lr": lr,
-                "positions_per_s": cfg.batch_size / max(time.perf_counter() - t0, 1e-9),
-            }
-            if use_aux:
-                metrics["loss"] += cfg.ownership_weight * found["ownership_loss"] + cfg.score_weight * found["score_loss"]
-                metrics.update({k: found[k] for k in AUX_METRIC_KEYS})
-            if len(held_index) and ((step + 1) % eval_every == 0 or step == steps - 1):
-                holdout = evaluate(net, window, held_index, cfg.batch_size, device, use_aux, amp, layout)
+            metrics = _step(model, data, cfg, optimizer, schedule, rng)
+            if len(data.held_index) and ((step + 1) % eval_every == 0 or step == steps - 1):
+                holdout = evaluate(model.net, data.window, data.held_index, cfg.batch_size, model.device,
+                                   data.use_aux, model.amp, model.layout)
                 metrics.update({HOLDOUT_PREFIX + k: v for k, v in holdout.items()})
             history.append(metrics)
             if on_step is not None:
                 on_step(step, dict(metrics))  # a copy: history keeps its own
             if step + 1 < steps and state.due():
-                state.save(step + 1, net, optimizer, rng, history, holdout, device)
+                state.save(step + 1, model.net, optimizer, rng, history, holdout, model.device)
+    return first, history, holdout
 
-    if holdout:  # the value head's spread at the end: on the held-out positions, or else on a sample
+
+def _resume(kept: dict, model: _Model, optimizer, schedule, rng: np.random.Generator) -> tuple[int, list, dict]:
+    """Put the weights, momentum, schedule and random states back as `kept` (TrainState.load) has them;
+    returns its (step, history, holdout)."""
+    model.net.load_state_dict(kept["net"])
+    optimizer.load_state_dict(kept["optimizer"])  # with the learning rate the schedule had reached
+    schedule.last_epoch = kept["step"]
+    rng.bit_generator.state = kept["rng"]
+    torch.set_rng_state(kept["torch_rng"])
+    if kept["cuda_rng"] is not None:
+        torch.cuda.set_rng_state(kept["cuda_rng"], model.device)
+    return kept["step"], kept["history"], kept["holdout"]
+
+
+def _step(model: _Model, data: TrainData, cfg, optimizer, schedule, rng: np.random.Generator) -> dict:
+    """One SGD step on a minibatch drawn with `rng`; its metrics (METRIC_KEYS, and AUX_METRIC_KEYS with
+    auxiliary targets)."""
+    t0 = time.perf_counter()
+    net, device = model.net, model.device
+    index, inverse = data.draw(rng, cfg.batch_size)
+    planes, pi, z = data.window.batch(index, inverse)
+    aux = _tensors(device, *data.window.aux_batch(index, inverse)) if data.use_aux else None
+    x, pi_t, z_t = _tensors(device, planes, pi, z)
+    x = x.contiguous(memory_format=model.layout)
+
+    losses = _step_losses(net, x, pi_t, z_t, aux, device, model.amp)
+    objective = _objective(losses, cfg)
+    lr = optimizer.param_groups[0]["lr"]
+    optimizer.zero_grad(set_to_none=True)
+    objective.backward()  # the L2 term's gradient comes from weight_decay
+    grad_norm = torch.nn.utils.get_total_norm([p.grad for p in net.parameters() if p.grad is not None])
+    if cfg.max_grad_norm:
+        torch.nn.utils.clip_grads_with_norm_(net.parameters(), cfg.max_grad_norm, grad_norm)
+    optimizer.step()
+    schedule.step()
+
+    with torch.no_grad():
+        log_p = losses["log_p"]
+        l2 = cfg.weight_decay * sum((p.detach() ** 2).sum() for p in net.parameters())
+        entropy = -(log_p.exp() * log_p).sum(dim=1).mean()
+        names = ["policy_loss", "value_loss", *(AUX_METRIC_KEYS if data.use_aux else ())]
+        values = torch.stack([losses[k].detach() for k in names] + [l2, entropy, grad_norm]).cpu().tolist()
+    found = dict(zip(names, values[:-3]))
+    l2v, ent, gnorm = values[-3:]
+    metrics = {
+        "loss": found["policy_loss"] + found["value_loss"] + l2v,
+        "policy_loss": found["policy_loss"],
+        "value_loss": found["value_loss"],
+        "l2": l2v,
+        "entropy": ent,
+        "grad_norm": gnorm,
+        "lr": lr,
+        "positions_per_s": cfg.batch_size / max(time.perf_counter() - t0, 1e-9),
+    }
+    if data.use_aux:
+        metrics["loss"] += cfg.ownership_weight * found["ownership_loss"] + cfg.score_weight * found["score_loss"]
+        metrics.update({k: found[k] for k in AUX_METRIC_KEYS})
+    return metrics
+
+
+def _final_metrics(model: _Model, data: TrainData, cfg, seed: int, history: list[dict], holdout: dict) -> dict:
+    """Each metric averaged over the last ~10% of steps, the last held-out losses, and `value_std`: the
+    value head's spread at the end, on the held-out positions or else on a sample of the window."""
+    if holdout:
         spread = holdout["value_std"]
     else:
-        sample = np.sort(np.random.default_rng(seed).permutation(len(window))[:VALUE_STD_POSITIONS])
-        spread = evaluate(net, window, sample, cfg.batch_size, device, False, amp, layout)["value_std"]
-    net = net.eval().to(memory_format=torch.contiguous_format)  # the checkpoint's bytes do not depend on it
+        sample = np.sort(np.random.default_rng(seed).permutation(len(data.window))[:VALUE_STD_POSITIONS])
+        spread = evaluate(model.net, data.window, sample, cfg.batch_size, model.device, False, model.amp,
+                          model.layout)["value_std"]
     tail = history[-max(1, len(history) // 10) :]
-    keys = METRIC_KEYS + (AUX_METRIC_KEYS if use_aux else ())
+    keys = METRIC_KEYS + (AUX_METRIC_KEYS if data.use_aux else ())
     final = {k: float(np.mean([m[k] for m in tail])) for k in keys}
     final.update({HOLDOUT_PREFIX + k: v for k, v in holdout.items()})
     final["value_std"] = spread
-    summary = {
-        "steps": steps,
-        "positions": len(window),
-        "shards": len(window.shards),
-        "seconds": time.perf_counter() - started,
-        "final": final,
-        "reuse": figures,
-    }
-    if len(held_index):
-        games = len({(int(k), int(g)) for k, g in zip(window.shard_number()[held], window.game_index[held])})
-        summary["holdout"] = {"games": games, "positions": len(held_index), **holdout}
-    if grown_from:
-        summary["grown_from"] = grown_from
-    if first:
-        summary["resumed_at_step"] = first
-    out_meta = {k: init_meta[k] for k in ("game",) if k in init_meta}
+    return final
+
+
+def _write_checkpoint(model: _Model, data: TrainData, out_checkpoint: str | Path, final: dict, seed: int,
+                      init_sha256: str, meta: dict | None) -> None:
+    """The trained network in its plain layout, with what it was trained from (and `meta`), written atomically
+    and checksummed: the same weights give the same bytes."""
+    net = model.net.eval().to(memory_format=torch.contiguous_format)  # the checkpoint's bytes do not depend on it
+    out_meta = {k: model.init_meta[k] for k in ("game",) if k in model.init_meta}
     out_meta.update(
         {
-            "steps": steps,
+            "steps": data.steps,
             "seed": seed,
-            "positions": len(window),
-            "shards": [s["sha256"] for s in window.shards],
+            "positions": len(data.window),
+            "shards": [s["sha256"] for s in data.window.shards],
             "init_checkpoint_sha256": init_sha256,
-            **({"grown_from": grown_from} if grown_from else {}),
+            **({"grown_from": model.grown_from} if model.grown_from else {}),
             # no wall-clock figures: the same weights must give the same file bytes
             "final": {k: v for k, v in final.items() if k not in TIMING_KEYS},
         }
     )
     out_meta.update(meta or {})
     save_checkpoint(net, out_checkpoint, out_meta, checksum=True)
-    state.clear()
+
+
+def _summary(model: _Model, data: TrainData, final: dict, holdout: dict, first: int, seconds: float) -> dict:
+    """`train`'s returned figures (see its docstring)."""
+    window = data.window
+    summary = {
+        "steps": data.steps,
+        "positions": len(window),
+        "shards": len(window.shards),
+        "seconds": seconds,
+        "final": final,
+        "reuse": data.figures,
+    }
+    if len(data.held_index):
+        held = data.held
+        games = len({(int(k), int(g)) for k, g in zip(window.shard_number()[held], window.game_index[held])})
+        summary["holdout"] = {"games": games, "positions": len(data.held_index), **holdout}
+    if model.grown_from:
+        summary["grown_from"] = model.grown_from
+    if first:
+        summary["resumed_at_step"] = first
     return summary
