@@ -15,6 +15,9 @@ genmove then searches `--visits`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
+
+from zero.gtp_protocol import colour_arg, count_arg, nargs, seconds_arg
 
 TIME_SHARE, TIME_LAG = 0.9, 0.05  # of a move's time budget used, and seconds kept back for the pipes
 
@@ -71,3 +74,27 @@ class Clock:
             if stones == 0:
                 left, stones = byo, byo_stones
         self.left[colour] = (max(0.0, left), stones)
+
+
+class TimeCommands:
+    """time_settings and time_left: they set `clock`, which genmove reads (zero.gtp_moves)."""
+
+    def __init__(self):
+        self.clock = Clock()
+
+    def commands(self) -> dict[str, Callable[[list[str]], str]]:
+        return {"time_settings": self.cmd_time_settings, "time_left": self.cmd_time_left}
+
+    def cmd_time_settings(self, args: list[str]) -> str:
+        nargs(args, 3, usage="time_settings MAIN_TIME BYO_YOMI_TIME BYO_YOMI_STONES")
+        main = seconds_arg(args[0], "main time")
+        byo = seconds_arg(args[1], "byo-yomi time")
+        stones = count_arg(args[2], "byo-yomi stones")
+        self.clock = Clock((main, byo, stones))
+        return ""
+
+    def cmd_time_left(self, args: list[str]) -> str:
+        nargs(args, 3, usage="time_left COLOR TIME STONES")
+        colour = colour_arg(args[0])
+        self.clock.left[colour] = (seconds_arg(args[1], "time left"), count_arg(args[2], "stones left"))
+        return ""

@@ -1,4 +1,5 @@
-"""The GTP wire level of zero's engine: input lines, command arguments, and streamed responses.
+"""The GTP wire level of zero's engine: input lines, command arguments, streamed responses, and the loop
+that answers each line (`GtpServer`).
 
 Each input line is one command, optionally prefixed by a numeric id that the
 response echoes (`12 genmove b` -> `=12 D4`). A response is `= result` or
@@ -157,3 +158,95 @@ def stream_response(ident: str, name: str, lines: Iterator[str], write: Callable
         sent += 1
     pending.append("\n")
     return "".join(pending)
+
+
+# --- the loop ------------------------------------------------------------------
+
+
+class GtpServer:
+    """Answers command lines from the commands it is given, with GTP's own: protocol_version, name,
+    version, known_command, list_commands and quit. A bad command never stops it: it gets a `?` response.
+
+    A command takes its arguments and returns the response text, or an iterator of lines for a streaming
+    one (`stream_response`); GtpError is a `?` response with its message.
+    """
+
+    def __init__(self, name: str, version: str):
+        self.quit_requested = False
+        # While serving (`run`): write part of a response now, and wait up to t seconds for the next line.
+        self.write: Callable[[str], None] | None = None
+        self.pending: Callable[[float | None], bool] | None = None
+        self.commands: dict[str, Callable[[list[str]], str | Iterator[str]]] = {
+            "protocol_version": lambda a: no_args(a, "2"),
+            "name": lambda a: no_args(a, name),
+            "version": lambda a: no_args(a, version),
+            "known_command": self.cmd_known_command,
+            "list_commands": lambda a: no_args(a, "\n".join(self.commands)),
+            "quit": self.cmd_quit,
+        }
+
+    def add(self, commands: dict[str, Callable[[list[str]], str | Iterator[str]]]) -> None:
+        self.commands.update(commands)
+
+    def cmd_known_command(self, args: list[str]) -> str:
+        nargs(args, 1, usage="known_command NAME")
+        return "true" if args[0] in self.commands else "false"
+
+    def cmd_quit(self, args: list[str]) -> str:
+        self.quit_requested = True
+        return ""
+
+    def handle(self, line: str) -> str | None:
+        """The response to one input line (ending in a blank line), or None for empty/comment lines.
+
+        A streaming command (lz-analyze) writes its first lines as it goes while
+        serving; what is returned is then the rest of its response.
+        """
+        line = clean_line(line)
+        if not line:
+            return None
+        words = line.split()
+        ident = ""
+        if words[0].isdigit():
+            ident = words.pop(0)
+            if not words:
+                return f"?{ident} no command after id\n\n"
+        name, args = words[0], words[1:]
+        command = self.commands.get(name)
+        if command is None:
+            return f"?{ident} unknown command\n\n"
+        try:
+            result = command(args)
+        except GtpError as e:
+            return f"?{ident} {e}\n\n"
+        except Exception as e:  # a bug must not take the engine down mid-game
+            return f"?{ident} internal error in {name}: {type(e).__name__}: {e}\n\n"
+        if not isinstance(result, str):
+            return stream_response(ident, name, result, self.write)
+        # An empty line ends a GTP response, so no line after the first may be blank.
+        first, *rest = result.split("\n")
+        result = "\n".join([first] + [part for part in rest if part.strip()])
+        return f"={ident} {result}\n\n"
+
+    def run(self, stdin: TextIO, stdout: TextIO) -> None:
+        """Answer commands from stdin until `quit` or end of input."""
+        lines = InputLines(stdin)  # read on a thread, to answer each line as it comes and to notice the next one
+
+        def write(text: str) -> None:
+            stdout.write(text)
+            stdout.flush()
+
+        self.write, self.pending = write, lines.wait
+        try:
+            while True:
+                line = lines.get()
+                if line is None:
+                    return
+                response = self.handle(line)
+                if response is None:
+                    continue
+                write(response)
+                if self.quit_requested:
+                    return
+        finally:
+            self.write = self.pending = None
