@@ -45,10 +45,20 @@ MODEL_DIR = "model"
 NETWORK_FILE = "network.pt"  # the checkpoint file itself
 NETWORK_HASH = "network.sha256"  # its sha256, `<hex>  network.pt`
 TAG = "zero."  # prefix of every tag the pipeline sets
-# MLflow 3 opens an experiment without this tag on its GenAI page (traces); these are model-training runs.
+# MLflow's mark of a model-training experiment (MLflow 3.17's UI takes its view from the URL or the browser
+# instead: the link below carries it, and `make mlflow-ui`'s page sets it, flows.mlflow_ui).
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
-# Where the runs table of an experiment is in `mlflow ui` (the UI's "Model training" view).
-RUNS_PAGE = "#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+# The columns of the runs list that follow a line generation by generation: (title, MLflow's column key).
+GENERATION_COLUMNS = (("loss", "final_loss"), ("gate score", "gate_win_rate"), ("Elo", "gate_elo"),
+                      ("games", "selfplay_games"), ("positions", "selfplay_positions"))
+# Every experiment of a line holds a saved view of its runs list with those columns, newest generation first:
+# the experiment tag `mlflow.sharedViewState.<key>` that the UI's *Share* / *Save as new view* writes. The
+# link below opens it; its name in the UI's views menu is VIEW_NAME.
+VIEW_KEY = "zero-generations"
+VIEW_NAME = "Generations"
+VIEW_TAG = f"mlflow.sharedViewState.{VIEW_KEY}"
+# Where the runs list of an experiment is in `mlflow ui`: the model-training view, with the saved view.
+RUNS_PAGE = "#/experiments/{experiment_id}/runs?workflowType=machine_learning&viewStateShareKey=" + VIEW_KEY
 
 
 class RegistryError(RuntimeError):
@@ -77,6 +87,34 @@ def champion_uri(tag: str) -> str:
 def runs_url(ui_url: str, experiment_id: str) -> str:
     """The page of `mlflow ui` (served at ui_url) that lists an experiment's runs."""
     return ui_url.rstrip("/") + "/" + RUNS_PAGE.format(experiment_id=experiment_id)
+
+
+def generations_view() -> str:
+    """The saved view's tag value, as the UI writes one: {name, createdAt, updatedAt, state}, the state a JSON
+    text of the runs list's search (newest first) and its visible columns."""
+    now = int(time.time() * 1000)
+    state = {"searchFilter": "", "orderByKey": "attributes.start_time", "orderByAsc": False, "startTime": "ALL",
+             "lifecycleFilter": "Active", "datasetsFilter": [], "modelVersionFilter": "All Runs",
+             "selectedColumns": [f"metrics.`{key}`" for _, key in GENERATION_COLUMNS]}
+    return json.dumps({"name": VIEW_NAME, "createdAt": now, "updatedAt": now, "state": json.dumps(state)})
+
+
+def experiment_tags(have: dict) -> dict:
+    """The tags a line's experiment (holding `have`) is given: its kind, and the saved view where it has none
+    (a view a person changed in the UI stays as they left it)."""
+    return {**EXPERIMENT_KIND, **({} if VIEW_TAG in have else {VIEW_TAG: generations_view()})}
+
+
+# The keys of the game section that each game reads: a Gomoku run logs no komi, a Go run no k.
+GAME_KEYS = {"go": ("name", "size", "komi", "liberty_planes"), "gomoku": ("name", "height", "width", "k")}
+
+
+def game_params(params: dict) -> dict:
+    """params (a params file's sections, as dicts) with only the game keys its game reads."""
+    game = params.get("game")
+    if not isinstance(game, dict) or game.get("name") not in GAME_KEYS:
+        return params
+    return {**params, "game": {k: v for k, v in game.items() if k in GAME_KEYS[game["name"]]}}
 
 
 def read_line(root: str | Path, tag: str) -> tuple[str | None, object | None]:
@@ -108,7 +146,7 @@ class Tracker:
         name = self.model
         exp = self.client.get_experiment_by_name(name)
         if exp is not None:
-            for k, v in EXPERIMENT_KIND.items():  # experiments made before the tag was set get it too
+            for k, v in experiment_tags(exp.tags).items():  # experiments made before get them too
                 if exp.tags.get(k) != v:
                     self.client.set_experiment_tag(exp.experiment_id, k, v)
             return exp.experiment_id
@@ -117,7 +155,7 @@ class Tracker:
         artifacts = None if served(self.uri) else (self.root / "mlartifacts").as_uri()
         try:
             return self.client.create_experiment(name, artifact_location=artifacts,
-                                                 tags={f"{TAG}game": self.tag, **EXPERIMENT_KIND})
+                                                 tags={f"{TAG}game": self.tag, **experiment_tags({})})
         except MlflowException:  # created meanwhile by another process
             return self.client.get_experiment_by_name(name).experiment_id
 
@@ -150,9 +188,10 @@ class Tracker:
         return run.info.run_id, False
 
     def log_params(self, run_id: str, params: dict) -> None:
-        """Every hyperparameter, flattened to `section.key` (idempotent for a resumed run)."""
+        """Every hyperparameter that applies to the run's game, flattened to `section.key` (idempotent for a
+        resumed run)."""
         have = self.client.get_run(run_id).data.params
-        flat = {k: _param_text(v) for k, v in flatten(params).items()}
+        flat = {k: _param_text(v) for k, v in flatten(game_params(params)).items()}
         new = [Param(k, v) for k, v in flat.items() if k not in have]
         for i in range(0, len(new), 100):
             self.client.log_batch(run_id, params=new[i : i + 100])

@@ -72,8 +72,36 @@ def test_params_are_flattened_and_logged_once(tracker, tiny_params):
     assert logged["train.learning_rate"] == str(tiny_params.train.learning_rate)
     assert logged["train.lr_milestones"] == "[3]"
     assert logged["game.name"] == "gomoku"
-    assert len(logged) == len(__import__("flows.tracking", fromlist=["flatten"]).flatten(
-        tiny_params.model_dump(mode="json")))
+    flat = __import__("flows.tracking", fromlist=["flatten"]).flatten(tiny_params.model_dump(mode="json"))
+    assert set(logged) == set(flat) - {"game.size", "game.komi", "game.liberty_planes"}
+
+
+@pytest.mark.parametrize("overrides, logged, left_out", [
+    (["game.liberty_planes=true"], {"game.name": "go", "game.size": "9", "game.komi": "7.5",
+                                    "game.liberty_planes": "True"}, {"game.height", "game.width", "game.k"}),
+    (["game.name=gomoku", "game.height=6", "game.width=6", "game.k=4"],
+     {"game.name": "gomoku", "game.height": "6", "game.width": "6", "game.k": "4"},
+     {"game.size", "game.komi", "game.liberty_planes"}),
+])
+def test_a_run_logs_only_the_game_params_its_game_reads(tracker, overrides, logged, left_out):
+    from zero.config import load_params
+
+    params = load_params(None, overrides)
+    run_id, _ = tracker.generation_run(1, params.digest(), {})
+    tracker.log_params(run_id, params.model_dump(mode="json"))
+    have = tracker.client.get_run(run_id).data.params
+    assert {k: v for k, v in have.items() if k.startswith("game.")} == logged
+    assert not left_out & set(have)
+    assert have["train.batch_size"] == str(params.train.batch_size)  # the other sections whole
+
+
+def test_every_game_setting_is_read_by_some_game():
+    """A new field of the game section is logged for the game that reads it, not silently for neither."""
+    from flows.tracking import GAME_KEYS
+    from zero.config import GameConfig
+
+    assert set(GameConfig.model_fields) == {k for keys in GAME_KEYS.values() for k in keys}
+    assert set(GAME_KEYS) == set(GameConfig.model_fields["name"].annotation.__args__)
 
 
 def test_step_logger_keeps_every_step(tracker):
@@ -137,6 +165,30 @@ def test_experiments_are_tagged_as_model_training(tracker, tmp_path):
     assert "mlflow.experimentKind" not in tracker.client.get_experiment(old).tags
     assert Tracker(tmp_path, "go-9").experiment_id == old
     assert tracker.client.get_experiment(old).tags["mlflow.experimentKind"] == "custom_model_development"
+
+
+def test_experiments_hold_the_generations_view_that_the_printed_link_opens(tracker, tmp_path):
+    import json
+    from urllib.parse import parse_qs, urlsplit
+
+    from flows.tracking import GENERATION_COLUMNS, VIEW_KEY, VIEW_NAME, VIEW_TAG, Tracker, runs_url
+
+    view = json.loads(tracker.client.get_experiment(tracker.experiment_id).tags[VIEW_TAG])
+    assert view["name"] == VIEW_NAME and isinstance(view["createdAt"], int) and view["updatedAt"] == view["createdAt"]
+    state = json.loads(view["state"])  # the UI's saved view: its search and its columns
+    assert state["selectedColumns"] == [f"metrics.`{key}`" for _, key in GENERATION_COLUMNS]
+    assert (state["orderByKey"], state["orderByAsc"]) == ("attributes.start_time", False)  # newest first
+    link = urlsplit(runs_url("http://127.0.0.1:5000/", tracker.experiment_id))
+    assert link.fragment.startswith(f"/experiments/{tracker.experiment_id}/runs?")
+    assert parse_qs(link.fragment.split("?", 1)[1]) == {"workflowType": ["machine_learning"],
+                                                         "viewStateShareKey": [VIEW_KEY]}
+    # a line's experiment made before the view existed gets it; one a person changed in the UI keeps theirs
+    old = tracker.client.create_experiment("zero-go-9", artifact_location=(tmp_path / "a").as_uri())
+    Tracker(tmp_path, "go-9")
+    assert json.loads(tracker.client.get_experiment(old).tags[VIEW_TAG])["name"] == VIEW_NAME
+    tracker.client.set_experiment_tag(old, VIEW_TAG, json.dumps({**view, "name": "mine"}))
+    Tracker(tmp_path, "go-9")
+    assert json.loads(tracker.client.get_experiment(old).tags[VIEW_TAG])["name"] == "mine"
 
 
 def test_loss_curves_and_gate_plots_are_pngs(tmp_path):
