@@ -185,8 +185,13 @@ compare: install
 repro: install
 	$(BIN)/dvc repro
 
+# MLflow's UI (docs/mlflow.md) from one uvicorn worker (MLflow's four, each importing MLflow on a busy core,
+# were killed and restarted by uvicorn's 5 s start check for minutes) and no job runner (its seven huey
+# consumers run GenAI jobs the pipeline never starts). --app-name zero: MLflow's app, its page opening in the
+# model-training view (flows/mlflow_ui.py). infra/mlflow_ui_check.py times it and checks it in a browser.
 mlflow-ui: install
-	$(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI) --host 127.0.0.1 --port $(MLFLOW_PORT)
+	MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false $(BIN)/mlflow ui --app-name zero --workers 1 \
+		--backend-store-uri $(MLFLOW_TRACKING_URI) --host 127.0.0.1 --port $(MLFLOW_PORT)
 
 # The tests run in two pytest-xdist workers, each module on one worker (a module's servers and workspaces are
 # set up once); --durations=25 prints where the time went. pytest's exit 5 (no tests collected) is a failure here.
