@@ -26,27 +26,38 @@ def test_puct_picks_the_edge_worked_out_by_hand():
     # a1: 0.8/1 + 1.5*0.5*1.7321/2 = 1.4495   <- best
     # a2: -0.15 + 1.5*0.3*1.7321/1 = 0.6294
     t = tree_with_root([2, 1, 0], [1.0, 0.8, 0.0], [0.2, 0.5, 0.3], value=0.1)
-    assert puct_select(t.N, t.W, t.P, t.value, 0, 0, 1.5, 0.25) == 1
+    assert puct_select(t, 0, 0, 1.5, 0.25) == 1
 
 
 def test_puct_prefers_unvisited_edge_with_large_prior():
     # sum N = 4, sqrt = 2. a0: -0.5/2 + 1.5*0.1*2/3 = -0.15; a1: fpu 0 - 0 + 1.5*0.9*2/1 = 2.7
     t = tree_with_root([2, 0, 2], [-0.5, 0.0, -2.0], [0.1, 0.9, -1.0], value=0.0)
-    assert puct_select(t.N, t.W, t.P, t.value, 0, 0, 1.5, 0.0) == 1
+    assert puct_select(t, 0, 0, 1.5, 0.0) == 1
 
 
 def test_puct_skips_illegal_edges_and_uses_prior_on_first_visit():
     # no visits: U uses sqrt(max(sum N, 1)) so the largest legal prior wins; a0 is illegal
     t = tree_with_root([0, 0, 0], [0.0, 0.0, 0.0], [-1.0, 0.3, 0.7])
-    assert puct_select(t.N, t.W, t.P, t.value, 0, 0, 1.5, 0.25) == 2
+    assert puct_select(t, 0, 0, 1.5, 0.25) == 2
 
 
 def test_fpu_reduction_value_changes_choice():
     # a0 visited with Q = 0.2; a1 unvisited. U(a0) = 1*0.5*1/2 = 0.25 -> 0.45
     # fpu 0.0: Q(a1) = 0.3 -> 0.3 + 0.5 = 0.8 wins; fpu 0.9: -0.6 + 0.5 = -0.1 loses
     t = tree_with_root([1, 0], [0.2, 0.0], [0.5, 0.5], value=0.3)
-    assert puct_select(t.N, t.W, t.P, t.value, 0, 0, 1.0, 0.0) == 1
-    assert puct_select(t.N, t.W, t.P, t.value, 0, 0, 1.0, 0.9) == 0
+    assert puct_select(t, 0, 0, 1.0, 0.0) == 1
+    assert puct_select(t, 0, 0, 1.0, 0.9) == 0
+
+
+def test_the_kernels_and_python_share_the_trees_arrays_which_cannot_be_replaced():
+    t = tree_with_root([0, 0, 0], [0.0, 0.0, 0.0], [0.2, 0.5, 0.3])
+    t.advance(0, 1)  # a kernel: the root has no child there, so the slot's tree is reset
+    assert not t.expanded[0, 0] and t.num_nodes[0] == 1
+    t.P[0, 0] = [0.1, 0.1, 0.8]  # written through Python, read by the kernel
+    t.expanded[0, 0] = True
+    assert puct_select(t, 0, 0, 1.0, 0.0) == 2
+    with pytest.raises(AttributeError):
+        t.N = np.zeros_like(t.N)  # the kernels would go on reading the old array
 
 
 class FixedEvaluator:

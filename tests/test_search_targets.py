@@ -24,7 +24,7 @@ def test_forced_select_by_hand(k, expected):
     # k=2: a2 and a3 owed; Q + U: a2 -.5 + .2*2.6458/2 = -.368, a3 .2 + .1*2.6458/2 = .332 -> a3
     # k=1: only a2 owed -> a2; k=.1: none -> -1 (PUCT decides: a0, .6 + .4*2.6458/6 = .776)
     t = root([5, 0, 1, 1], [3.0, 0.0, -0.5, 0.2], [0.4, 0.3, 0.2, 0.1])
-    assert forced_select(t.N, t.W, t.P, 0, 1.0, k) == expected
+    assert forced_select(t, 0, 1.0, k) == expected
 
 
 class PriorsByAction:

@@ -202,7 +202,8 @@ def measure_processes(params, model, processes: int, threads: int, seconds: floa
             **{k: round(v, 3 if "share" in k else 1) for k, v in total.items()}}
 
 
-KERNEL_MODULES = ("zero.mcts", "zero.tree_walk", "zero.engine", "zero.virtual_loss", "zero.games.go_kernels", "zero.games.gomoku")
+KERNEL_MODULES = ("zero.mcts", "zero.tree", "zero.tree_walk", "zero.engine", "zero.virtual_loss", "zero.games.go_kernels",
+                  "zero.games.gomoku")
 WARM_UP_VISITS = 4
 
 

@@ -36,7 +36,7 @@ import numpy as np
 from zero.arena import Choice, MCTSPlayer
 from zero.config import SearchConfig
 from zero.games import Game
-from zero.mcts import Tree
+from zero.tree import Tree
 
 TINY = np.finfo(np.float32).tiny
 NO_LOGIT = -1e9  # the logit of an action whose prior is 0

@@ -1,11 +1,12 @@
 """Batched PUCT search (AlphaGo Zero) over many games at once.
 
 The trees of B game slots live in preallocated arrays shaped [B, M] (nodes)
-and [B, M, A] (edges), as in mctx. One round of the search selects one leaf
-in every searching slot, asks the game to describe all leaves at once
-(replaying each leaf's path of actions from the slot's position), evaluates
-them in ONE call of the evaluator, then expands and backs up. Tree work is
-numba; only the per-round glue is Python.
+and [B, M, A] (edges), as in mctx (zero.tree.Tree). One round of the search
+selects one leaf in every searching slot, asks the game to describe all leaves
+at once (replaying each leaf's path of actions from the slot's position),
+evaluates them in ONE call of the evaluator, then expands and backs up. Tree
+work is numba, its kernels taking the Tree whole; only the per-round glue is
+Python.
 
 Edge statistics follow the paper: N (visits), W (total value), Q = W/N and
 P (prior), all from the point of view of the player choosing the edge.
@@ -26,119 +27,35 @@ sequential halving, Danihelka et al. 2022).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numba
 import numpy as np
 
 from zero.config import SearchConfig
 from zero.games.base import Game, parallel_chunks
+from zero.tree import Tree
 from zero.tree_walk import forced_select, puct_select, walk  # noqa: F401 (zero.mcts's API)
 from zero.virtual_loss import select_virtual, undo_virtual
 
 ILLEGAL = np.float32(-1.0)  # prior marking an illegal edge
 
 
-@dataclass
-class Tree:
-    """Search trees for B slots, M nodes each, A actions. Node 0 is the root."""
-
-    N: np.ndarray  # [B, M, A] int32, edge visit counts
-    W: np.ndarray  # [B, M, A] float32, edge total value, chooser's view
-    P: np.ndarray  # [B, M, A] float32, edge priors; ILLEGAL where the action is not legal
-    child: np.ndarray  # [B, M, A] int32, child node of each edge, -1 if none
-    parent: np.ndarray  # [B, M] int32
-    action: np.ndarray  # [B, M] int32, action from the parent
-    expanded: np.ndarray  # [B, M] bool
-    terminal: np.ndarray  # [B, M] float32, game value at a finished node (side to move's view), NaN otherwise
-    value: np.ndarray  # [B, M] float32, network value of the node (side to move's view)
-    num_nodes: np.ndarray  # [B] int32
-
-    @classmethod
-    def allocate(cls, batch_size: int, max_nodes: int, num_actions: int) -> "Tree":
-        shape3 = (batch_size, max_nodes, num_actions)
-        tree = cls(
-            N=np.zeros(shape3, np.int32),
-            W=np.zeros(shape3, np.float32),
-            P=np.zeros(shape3, np.float32),
-            child=np.full(shape3, -1, np.int32),
-            parent=np.full((batch_size, max_nodes), -1, np.int32),
-            action=np.full((batch_size, max_nodes), -1, np.int32),
-            expanded=np.zeros((batch_size, max_nodes), np.bool_),
-            terminal=np.full((batch_size, max_nodes), np.nan, np.float32),
-            value=np.zeros((batch_size, max_nodes), np.float32),
-            num_nodes=np.ones(batch_size, np.int32),
-        )
-        return tree
-
-    @property
-    def max_nodes(self) -> int:
-        return self.N.shape[1]
-
-    def reset(self, slot: int) -> None:
-        """Forget slot's tree: a fresh, unexpanded root."""
-        _reset_root(self.N, self.W, self.child, self.expanded, self.terminal, self.num_nodes, slot)
-
-    def advance(self, slot: int, action: int) -> None:
-        """Make the child reached by `action` the new root, keeping its subtree (tree reuse)."""
-        _promote(
-            self.N, self.W, self.P, self.child, self.parent, self.action,
-            self.expanded, self.terminal, self.value, self.num_nodes, slot, action,
-        )
-
-    def root_visits(self, slots: np.ndarray) -> np.ndarray:
-        """[len(slots)] int: total visits of each slot's root."""
-        return self.N[slots, 0, :].sum(axis=1)
-
-    def searched(self, slots: np.ndarray, target) -> np.ndarray:
-        """[len(slots)] bool: each slot's search is over (its root expanded, and `target` visits or a
-        finished game there)."""
-        return self.expanded[slots, 0] & ((self.root_visits(slots) >= target) | ~np.isnan(self.terminal[slots, 0]))
-
-    def root_policy(self, slots: np.ndarray) -> np.ndarray:
-        """[len(slots), A] float32: the visit distribution at each root."""
-        n = self.N[slots, 0, :].astype(np.float32)
-        return n / np.maximum(n.sum(axis=1, keepdims=True), 1.0)
-
-    def root_values(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(root value, value of the most visited child), both from the root player's view."""
-        n = self.N[slots, 0, :]
-        w = self.W[slots, 0, :]
-        total = np.maximum(n.sum(axis=1), 1)
-        root = w.sum(axis=1) / total
-        best = n.argmax(axis=1)
-        rows = np.arange(len(slots))
-        best_q = w[rows, best] / np.maximum(n[rows, best], 1)
-        return root.astype(np.float32), best_q.astype(np.float32)
-
-
 @numba.njit(cache=True)
-def _reset_root(N, W, child, expanded, terminal, num_nodes, b):
-    N[b, 0, :] = 0
-    W[b, 0, :] = 0.0
-    child[b, 0, :] = -1
-    expanded[b, 0] = False
-    terminal[b, 0] = np.nan
-    num_nodes[b] = 1
-
-
-@numba.njit(cache=True)
-def _select(N, W, P, child, parent, action, expanded, terminal, value, num_nodes,
-            slots, c_puct, fpu_reduction, fpu_value, forced_k, root_actions, paths, depth, leaves):
+def _select(tree, slots, c_puct, fpu_reduction, fpu_value, forced_k, root_actions, paths, depth, leaves):
     """Walk each slot's tree from the root to a new (or finished) leaf, allocating the new node.
 
     At the root, root_actions[i] >= 0 is the edge slot i must take; else, with forced_k > 0,
     an edge owed forced playouts; else PUCT, as below the root.
     """
     for i in range(slots.shape[0]):
-        leaves[i], depth[i] = walk(N, W, P, child, parent, action, expanded, terminal, value, num_nodes, slots[i],
-                                   c_puct, fpu_reduction, fpu_value, forced_k, root_actions[i], paths[i])
+        leaves[i], depth[i] = walk(tree, slots[i], c_puct, fpu_reduction, fpu_value, forced_k, root_actions[i],
+                                   paths[i])
 
 
 @numba.njit(cache=True)
-def _expand_backup(N, W, P, parent, action, expanded, terminal, value,
-                   slots, leaves, priors, values, legal, terminal_values):
+def _expand_backup(tree, slots, leaves, priors, values, legal, terminal_values):
     """Expand each leaf with its priors (or mark it finished) and back its value up the path."""
+    N, W, P, parent, action = tree.N, tree.W, tree.P, tree.parent, tree.action
+    expanded, terminal, value = tree.expanded, tree.terminal, tree.value
     A = N.shape[2]
     for i in range(slots.shape[0]):
         b = slots[i]
@@ -169,73 +86,24 @@ def _expand_backup(N, W, P, parent, action, expanded, terminal, value,
 
 
 @numba.njit(cache=True, parallel=True)
-def _select_chunks(N, W, P, child, parent, action, expanded, terminal, value, num_nodes,
-                   slots, c_puct, fpu_reduction, fpu_value, forced_k, root_actions, paths, depth, leaves, chunks):
+def _select_chunks(tree, slots, c_puct, fpu_reduction, fpu_value, forced_k, root_actions, paths, depth, leaves,
+                   chunks):
     """_select over `chunks` slices of the leaves on numba's threads (each slot's tree is its own)."""
     L = slots.shape[0]
     for k in numba.prange(chunks):
         lo, hi = k * L // chunks, (k + 1) * L // chunks
-        _select(N, W, P, child, parent, action, expanded, terminal, value, num_nodes, slots[lo:hi], c_puct,
-                fpu_reduction, fpu_value, forced_k, root_actions[lo:hi], paths[lo:hi], depth[lo:hi], leaves[lo:hi])
+        _select(tree, slots[lo:hi], c_puct, fpu_reduction, fpu_value, forced_k, root_actions[lo:hi], paths[lo:hi],
+                depth[lo:hi], leaves[lo:hi])
 
 
 @numba.njit(cache=True, parallel=True)
-def _expand_backup_chunks(N, W, P, parent, action, expanded, terminal, value,
-                          slots, leaves, priors, values, legal, terminal_values, chunks):
+def _expand_backup_chunks(tree, slots, leaves, priors, values, legal, terminal_values, chunks):
     """_expand_backup over `chunks` slices of the leaves on numba's threads."""
     L = slots.shape[0]
     for k in numba.prange(chunks):
         lo, hi = k * L // chunks, (k + 1) * L // chunks
-        _expand_backup(N, W, P, parent, action, expanded, terminal, value, slots[lo:hi], leaves[lo:hi],
-                       priors[lo:hi], values[lo:hi], legal[lo:hi], terminal_values[lo:hi])
-
-
-@numba.njit(cache=True)
-def _promote(N, W, P, child, parent, action, expanded, terminal, value, num_nodes, b, a):
-    """Re-root slot b's tree at the child of edge a, renumbering its subtree from 0."""
-    root = child[b, 0, a]
-    if root < 0 or not expanded[b, root]:
-        _reset_root(N, W, child, expanded, terminal, num_nodes, b)
-        return
-    M = N.shape[1]
-    new_index = np.full(M, -1, np.int32)
-    order = np.empty(M, np.int32)
-    order[0] = root
-    new_index[root] = 0
-    count = 1
-    head = 0
-    while head < count:  # breadth first: a node's new index is below its children's
-        old = order[head]
-        head += 1
-        for k in range(N.shape[2]):
-            c = child[b, old, k]
-            if c >= 0:
-                new_index[c] = count
-                order[count] = c
-                count += 1
-    order = order[:count]
-    n_old = N[b][order].copy()
-    w_old = W[b][order].copy()
-    p_old = P[b][order].copy()
-    c_old = child[b][order].copy()
-    par_old = parent[b][order].copy()
-    act_old = action[b][order].copy()
-    exp_old = expanded[b][order].copy()
-    term_old = terminal[b][order].copy()
-    val_old = value[b][order].copy()
-    for j in range(count):
-        N[b, j, :] = n_old[j]
-        W[b, j, :] = w_old[j]
-        P[b, j, :] = p_old[j]
-        for k in range(N.shape[2]):
-            c = c_old[j, k]
-            child[b, j, k] = new_index[c] if c >= 0 else -1
-        parent[b, j] = new_index[par_old[j]] if j > 0 else -1
-        action[b, j] = act_old[j] if j > 0 else -1
-        expanded[b, j] = exp_old[j]
-        terminal[b, j] = term_old[j]
-        value[b, j] = val_old[j]
-    num_nodes[b] = count
+        _expand_backup(tree, slots[lo:hi], leaves[lo:hi], priors[lo:hi], values[lo:hi], legal[lo:hi],
+                       terminal_values[lo:hi])
 
 
 def pruned_policy(tree: Tree, slots: np.ndarray, config: SearchConfig) -> np.ndarray:
@@ -248,12 +116,13 @@ def pruned_policy(tree: Tree, slots: np.ndarray, config: SearchConfig) -> np.nda
     """
     slots = np.asarray(slots, np.int32)
     out = np.zeros((len(slots), tree.N.shape[2]), np.float32)
-    _prune(tree.N, tree.W, tree.P, slots, float(config.c_puct), float(config.forced_playouts_k), out)
+    _prune(tree, slots, float(config.c_puct), float(config.forced_playouts_k), out)
     return out / np.maximum(out.sum(axis=1, keepdims=True), 1.0)
 
 
 @numba.njit(cache=True)
-def _prune(N, W, P, slots, c_puct, k, out):
+def _prune(tree, slots, c_puct, k, out):
+    N, W, P = tree.N, tree.W, tree.P
     A = N.shape[2]
     for i in range(slots.shape[0]):
         b = slots[i]
@@ -388,14 +257,13 @@ class Search:
         rows = int(per_slot.sum())
         paths = np.zeros((rows, self._paths.shape[1]), np.int32)
         depth, leaves, row_slot = (np.zeros(rows, np.int32) for _ in range(3))
-        n = select_virtual(t.N, t.W, t.P, t.child, t.parent, t.action, t.expanded, t.terminal, t.value,
-                           t.num_nodes, active, per_slot, float(c.c_puct), float(c.fpu_reduction), fpu_value,
+        n = select_virtual(t, active, per_slot, float(c.c_puct), float(c.fpu_reduction), fpu_value,
                            paths, depth, leaves, row_slot)
         paths, depth, leaves, row_slot = paths[:n], depth[:n], leaves[:n], row_slot[:n]
         if busy is not None and n:
             clash = np.isin(self._leaf_keys(row_slot, leaves), busy)
             if clash.any():
-                undo_virtual(t.N, t.W, t.parent, t.action, row_slot[clash], leaves[clash], int(clash.sum()))
+                undo_virtual(t, row_slot[clash], leaves[clash], int(clash.sum()))
                 keep = ~clash
                 paths, depth, leaves, row_slot = paths[keep], depth[keep], leaves[keep], row_slot[keep]
         return row_slot, paths, depth, leaves
@@ -415,9 +283,8 @@ class Search:
         t = self.tree
         row_slot, _, _, leaves = rows
         self.evaluations += int(np.isnan(inputs.terminal_value).sum())
-        undo_virtual(t.N, t.W, t.parent, t.action, row_slot, leaves, len(leaves))
-        _expand_backup(t.N, t.W, t.P, t.parent, t.action, t.expanded, t.terminal, t.value,
-                       row_slot, leaves, priors, values, inputs.legal, inputs.terminal_value)
+        undo_virtual(t, row_slot, leaves, len(leaves))
+        _expand_backup(t, row_slot, leaves, priors, values, inputs.legal, inputs.terminal_value)
 
     def _run_in_flight(self, batch, slots: np.ndarray, visits, stop=None) -> None:
         """`run` without root noise, with up to `leaf_batches_in_flight` leaf batches at the evaluator at once.
@@ -534,8 +401,7 @@ class Search:
             paths, depth, leaves = paths_buf[:L], depth_buf[:L], leaves_buf[:L]
             forced = np.full(L, -1, np.int32) if root_actions is None else np.asarray(root_actions(active), np.int32)
             chunks = parallel_chunks(L)
-            tree_args = (t.N, t.W, t.P, t.child, t.parent, t.action, t.expanded, t.terminal, t.value, t.num_nodes,
-                         active, float(c.c_puct), float(c.fpu_reduction), fpu_value, forced_k, forced, paths, depth,
+            tree_args = (t, active, float(c.c_puct), float(c.fpu_reduction), fpu_value, forced_k, forced, paths, depth,
                          leaves)
             if chunks:
                 _select_chunks(*tree_args, chunks)
@@ -545,8 +411,7 @@ class Search:
                                            fill_own_eyes=c.fill_own_eyes, early_passes=c.early_passes)
             priors, values = yield active, paths, depth, inputs
             self.evaluations += int(np.isnan(inputs.terminal_value).sum())
-            backup_args = (t.N, t.W, t.P, t.parent, t.action, t.expanded, t.terminal, t.value,
-                           active, leaves, priors, values, inputs.legal, inputs.terminal_value)
+            backup_args = (t, active, leaves, priors, values, inputs.legal, inputs.terminal_value)
             if chunks:
                 _expand_backup_chunks(*backup_args, chunks)
             else:

@@ -1,8 +1,8 @@
 """The walk down one slot's search tree: PUCT at every node, the root's forced playouts, a new leaf allocated.
 
-These kernels work on one slot of the tree arrays of zero.mcts.Tree (N, W, P, child, parent, action,
-expanded, terminal, value, num_nodes). zero.mcts's batched search and zero.virtual_loss's leaf batches
-both walk with them, so each of those modules imports this one and neither imports the other.
+These kernels work on one slot b of a zero.tree.Tree, which they take whole. zero.mcts's batched search
+and zero.virtual_loss's leaf batches both walk with them, so each of those modules imports this one and
+neither imports the other.
 """
 
 from __future__ import annotations
@@ -12,17 +12,18 @@ import numpy as np
 
 
 @numba.njit(cache=True)
-def puct_select(N, W, P, value, b, node, c_puct, fpu_reduction, fpu_value=np.nan):
+def puct_select(tree, b, node, c_puct, fpu_reduction, fpu_value=np.nan):
     """The edge of `node` that maximises Q + U; ties go to the lowest action.
 
     Unvisited edges take Q = fpu_value, or value[b, node] - fpu_reduction when fpu_value is NaN.
     """
+    N, W, P = tree.N, tree.W, tree.P
     A = N.shape[2]
     total = 0
     for a in range(A):
         total += N[b, node, a]
     sqrt_total = np.sqrt(max(total, 1))
-    fpu = value[b, node] - fpu_reduction if np.isnan(fpu_value) else fpu_value
+    fpu = tree.value[b, node] - fpu_reduction if np.isnan(fpu_value) else fpu_value
     best_a = -1
     best = -np.inf
     for a in range(A):
@@ -39,7 +40,7 @@ def puct_select(N, W, P, value, b, node, c_puct, fpu_reduction, fpu_value=np.nan
 
 
 @numba.njit(cache=True)
-def forced_select(N, W, P, b, c_puct, k):
+def forced_select(tree, b, c_puct, k):
     """The root edge that forced playouts take, or -1 when none is owed one (Wu 2019).
 
     An edge c with P(c) > 0 that has been visited at all is owed visits while
@@ -48,6 +49,7 @@ def forced_select(N, W, P, b, c_puct, k):
     untried. Of the edges owed visits, the one with the highest Q + U goes first (ties:
     lowest action).
     """
+    N, W, P = tree.N, tree.W, tree.P
     A = N.shape[2]
     total = 0
     for a in range(A):
@@ -70,11 +72,11 @@ def forced_select(N, W, P, b, c_puct, k):
 
 
 @numba.njit(cache=True)
-def walk(N, W, P, child, parent, action, expanded, terminal, value, num_nodes, b,
-         c_puct, fpu_reduction, fpu_value, forced_k, root_action, path):
+def walk(tree, b, c_puct, fpu_reduction, fpu_value, forced_k, root_action, path):
     """One walk of slot b's tree from the root to a new (or finished) leaf, allocating the new node; its
     actions go to `path`. Returns (leaf node, depth). At the root, root_action >= 0 is the edge to take;
     else, with forced_k > 0, an edge owed forced playouts; else PUCT, as below the root."""
+    expanded, terminal, child = tree.expanded, tree.terminal, tree.child
     node = 0
     d = 0
     while expanded[b, node] and np.isnan(terminal[b, node]):
@@ -83,31 +85,31 @@ def walk(N, W, P, child, parent, action, expanded, terminal, value, num_nodes, b
             if root_action >= 0:
                 a = root_action
             elif forced_k > 0.0:
-                a = forced_select(N, W, P, b, c_puct, forced_k)
+                a = forced_select(tree, b, c_puct, forced_k)
         if a < 0:
-            a = puct_select(N, W, P, value, b, node, c_puct, fpu_reduction, fpu_value)
+            a = puct_select(tree, b, node, c_puct, fpu_reduction, fpu_value)
         path[d] = a
         d += 1
         c = child[b, node, a]
         if c < 0:
-            return new_child(N, W, child, parent, action, expanded, terminal, value, num_nodes, b, node, a), d
+            return new_child(tree, b, node, a), d
         node = c
     return node, d
 
 
 @numba.njit(cache=True)
-def new_child(N, W, child, parent, action, expanded, terminal, value, num_nodes, b, node, a):
+def new_child(tree, b, node, a):
     """Allocate the node reached from `node` by edge `a` in slot b's tree (unexpanded, no edges visited)."""
-    c = num_nodes[b]
-    num_nodes[b] += 1
-    parent[b, c] = node
-    action[b, c] = a
-    child[b, node, a] = c
-    expanded[b, c] = False
-    terminal[b, c] = np.nan
-    value[b, c] = 0.0
-    for k in range(N.shape[2]):
-        N[b, c, k] = 0
-        W[b, c, k] = 0.0
-        child[b, c, k] = -1
+    c = tree.num_nodes[b]
+    tree.num_nodes[b] += 1
+    tree.parent[b, c] = node
+    tree.action[b, c] = a
+    tree.child[b, node, a] = c
+    tree.expanded[b, c] = False
+    tree.terminal[b, c] = np.nan
+    tree.value[b, c] = 0.0
+    for k in range(tree.N.shape[2]):
+        tree.N[b, c, k] = 0
+        tree.W[b, c, k] = 0.0
+        tree.child[b, c, k] = -1
     return c

@@ -21,20 +21,20 @@ from zero.tree_walk import walk
 
 
 @numba.njit(cache=True)
-def select_virtual(N, W, P, child, parent, action, expanded, terminal, value, num_nodes,
-                   slots, per_slot, c_puct, fpu_reduction, fpu_value, paths, depth, leaves, row_slot) -> int:
-    """Up to per_slot[i] leaves for each slot, each walk under the virtual losses of the ones before.
+def select_virtual(tree, slots, per_slot, c_puct, fpu_reduction, fpu_value, paths, depth, leaves, row_slot) -> int:
+    """Up to per_slot[i] leaves for each slot of `tree` (a zero.tree.Tree), each walk under the virtual
+    losses of the ones before.
 
     Writes rows of (row_slot, paths, depth, leaves) and returns their number; every row's path
     carries one virtual visit until `undo_virtual`.
     """
+    N, W, parent, action = tree.N, tree.W, tree.parent, tree.action
     r = 0
     for i in range(slots.shape[0]):
         b = slots[i]
         first = r
         for _ in range(per_slot[i]):
-            node, d = walk(N, W, P, child, parent, action, expanded, terminal, value, num_nodes, b,
-                           c_puct, fpu_reduction, fpu_value, 0.0, -1, paths[r])
+            node, d = walk(tree, b, c_puct, fpu_reduction, fpu_value, 0.0, -1, paths[r])
             collided = False
             for j in range(first, r):
                 if leaves[j] == node:
@@ -56,8 +56,9 @@ def select_virtual(N, W, P, child, parent, action, expanded, terminal, value, nu
 
 
 @numba.njit(cache=True)
-def undo_virtual(N, W, parent, action, row_slot, leaves, n):
+def undo_virtual(tree, row_slot, leaves, n):
     """Take back the virtual visits of the first n rows."""
+    N, W, parent, action = tree.N, tree.W, tree.parent, tree.action
     for i in range(n):
         b = row_slot[i]
         node = leaves[i]
