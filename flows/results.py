@@ -31,14 +31,15 @@ from flows.layout import LineError, read_json
 from zero.fileio import atomic_write_text
 from zero.ladder import is_fixed_opponent
 from zero.pairings import LadderError, read_pairings
+from zero.ratings import DEFAULT_ANCHOR
 from zero.stats import elo_interval
 
 BEGIN, END = "<!-- results-table: begin -->", "<!-- results-table: end -->"
 
-# The one Elo scale of each game, named here only: the player held at the rating. Most of the records use it
-# (the 9x9 campaign's `ladder.anchor`, the line's fit in docs/strength/go-9-line/, most ladder directories);
-# a rating fitted on another anchor is shifted onto it. A difference between two players is the same on any scale.
-SCALE = {"go": ("gnugo-l1", 0.0), "gomoku": ("mcts-1000", 0.0)}
+# The one Elo scale of each game: the player held at the rating. Go's is zero.ratings.DEFAULT_ANCHOR, the ladder's
+# default anchor; Gomoku's is its campaigns' `ladder.anchor`. A rating fitted on another anchor (older records)
+# is shifted onto it. A difference between two players is the same on any scale.
+SCALE = {"go": DEFAULT_ANCHOR, "gomoku": ("mcts-1000", 0.0)}
 
 
 class ResultsError(ValueError):

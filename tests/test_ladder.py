@@ -104,10 +104,10 @@ def test_fit_over_a_directory_and_the_plot(tmp_path):
     fitted = fit_dir(tmp_path, fallback_anchor="g0000")
     assert fitted["anchor"] == {"player": "g0000", "elo": 0.0, "anchored": False}
     assert 0 < fitted["ratings"]["g0001"]["elo"] < fitted["ratings"]["g0002"]["elo"]
-    write_pairing(tmp_path, {"a": "g0002", "b": "gnugo-l10", "wins": 5, "losses": 15, "draws": 0})
+    write_pairing(tmp_path, {"a": "g0002", "b": "gnugo-l1", "wins": 5, "losses": 15, "draws": 0})
     fitted = fit_dir(tmp_path, fallback_anchor="g0000")
-    assert fitted["anchor"]["anchored"] and fitted["ratings"]["gnugo-l10"]["elo"] == 1800
-    assert fitted["ratings"]["g0002"]["elo"] < 1800
+    assert fitted["anchor"]["anchored"] and fitted["ratings"]["gnugo-l1"]["elo"] == 0  # the Go scale's anchor
+    assert fitted["ratings"]["g0002"]["elo"] < 0
     assert json.loads((tmp_path / "ratings.json").read_text()) == fitted
     (tmp_path / "players.json").write_text(json.dumps({
         "g0000": {"generation": 0, "compute_hours": 0.0},
@@ -123,10 +123,10 @@ def test_a_pool_of_named_networks_is_rated_against_the_outside_engine_and_plotte
     import numpy as np
     from matplotlib.image import imread
 
-    write_pairing(tmp_path, {"a": "fast-g11", "b": "gnugo-l1", "wins": 3, "losses": 17, "draws": 0})
-    write_pairing(tmp_path, {"a": "gpu-g7", "b": "gnugo-l1", "wins": 8, "losses": 12, "draws": 0})
-    fitted = fit_dir(tmp_path)
-    assert fitted["anchor"] == {"player": "gnugo-l1", "elo": 0.0, "anchored": False}
+    write_pairing(tmp_path, {"a": "fast-g11", "b": "gnugo-l5", "wins": 3, "losses": 17, "draws": 0})
+    write_pairing(tmp_path, {"a": "gpu-g7", "b": "gnugo-l5", "wins": 8, "losses": 12, "draws": 0})
+    fitted = fit_dir(tmp_path)  # the scale's anchor, level 1, played none of them
+    assert fitted["anchor"] == {"player": "gnugo-l5", "elo": 0.0, "anchored": False}
     assert fitted["ratings"]["fast-g11"]["elo"] < fitted["ratings"]["gpu-g7"]["elo"] < 0
     png = plot_dir(tmp_path, fitted)
     pixels = imread(png)[..., :3]
@@ -135,9 +135,9 @@ def test_a_pool_of_named_networks_is_rated_against_the_outside_engine_and_plotte
     rows = np.flatnonzero(blue.any(axis=1))
     assert blue.sum() > 200 and orange.sum() > 20
     assert rows.max() - rows.min() > 40  # two networks, one above the other
-    # with a higher GNU Go level in the pool, that level is the reference
+    # once the scale's anchor is in the pool (calibration games), the ratings are on the scale
     write_pairing(tmp_path, {"a": "gnugo-l1", "b": "gnugo-l5", "wins": 9, "losses": 11, "draws": 0})
-    assert fit_dir(tmp_path)["anchor"]["player"] == "gnugo-l5"
+    assert fit_dir(tmp_path)["anchor"] == {"player": "gnugo-l1", "elo": 0.0, "anchored": True}
 
 
 def test_a_malformed_pairing_is_named(tmp_path):

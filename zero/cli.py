@@ -664,7 +664,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="per opponent (default: ladder.games; 0: only the calibration games)")
     p.add_argument("--calibration-games", type=_count(MAX_GAMES, least=0), default=None,
                    help="games between consecutive fixed opponents, played once per directory (0: none)")
-    p.add_argument("--anchor", default=None, help="player=rating held fixed (default: ladder.anchor, gnugo:10=1800)")
+    p.add_argument("--anchor", default=None, help="player=rating held fixed (default: ladder.anchor, gnugo:1=0)")
     p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--plot", default=None, metavar="DIR", help="only fit and plot this ladder directory")
     p.add_argument("--png", default=None, help="where to draw the plot (default: DIR/elo.png)")

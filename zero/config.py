@@ -583,7 +583,7 @@ class LadderConfig(_Section):
     concurrent_games: int = _int(10, ge=1, le=1024)
     opening_moves: int = _int(2, ge=0, le=20)       # Go: random central moves, the same for both games of a pair
     calibration_games: int = _int(20, ge=0, le=10_000)
-    anchor: str = Field("gnugo:10=1800", strict=True, max_length=200)
+    anchor: str = Field("gnugo:1=0", strict=True, max_length=200)  # zero.ratings.DEFAULT_ANCHOR
     gnugo: str = Field("gnugo", strict=True, max_length=1000)  # the GNU Go command (also looked for in /usr/games)
     threads: int = _int(0, ge=0, le=1024)
 

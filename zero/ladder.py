@@ -315,9 +315,9 @@ def _is_network(spec: str) -> bool:
 
 
 def parse_anchor(text: str) -> tuple[str, float]:
-    """`gnugo:10=1800` or `gnugo-l10=1800` -> ("gnugo-l10", 1800.0)."""
+    """`gnugo:1=0` or `gnugo-l1=0` -> ("gnugo-l1", 0.0)."""
     if "=" not in text:
-        raise LadderError(f"anchor {text!r} is not of the form <player>=<rating>, e.g. gnugo:10=1800")
+        raise LadderError(f"anchor {text!r} is not of the form <player>=<rating>, e.g. gnugo:1=0")
     name, value = text.rsplit("=", 1)
     try:
         return opponent_name(name.strip()), float(value)

@@ -6,9 +6,9 @@ a win for each side. The ratings maximise the likelihood of all results at
 once (gate matches and ladder games alike), so a champion that never met GNU
 Go still gets a rating through the players it did meet.
 
-Ratings are relative: the fit fixes one anchor player's rating (by convention
-GNU Go 3.8 at level 10 = 1800, as on CGOS). Players with no chain of games to
-the anchor cannot be placed and get no rating.
+Ratings are relative: the fit fixes one anchor player's rating. zero's one scale for Go
+is GNU Go 3.8 at level 1 = 0 (DEFAULT_ANCHOR; Gomoku's lines anchor pure MCTS with 1,000
+rollouts at 0). Players with no chain of games to the anchor cannot be placed and get no rating.
 
 A player that won (or lost) every game has an infinite maximum-likelihood
 rating. As BayesElo does, every pair that met is given `prior_draws` virtual
@@ -29,7 +29,7 @@ import numpy as np
 
 ELO = 400.0 / math.log(10.0)  # Elo points per natural-log unit of odds
 Z95 = 1.959963984540054
-DEFAULT_ANCHOR = ("gnugo-l10", 1800.0)
+DEFAULT_ANCHOR = ("gnugo-l1", 0.0)  # the Go scale, named once (docs/strength.md)
 
 
 @dataclass(frozen=True)
