@@ -2,15 +2,33 @@
 
 Prefect learns that a flow run crashed from the process that started it: the
 serve process watches its flow processes. When both are gone at once (`kill -9`
-of the process group, the OOM killer, a reboot) nobody reports, and the run
-would stay Running (or Cancelling) forever. So each flow process records itself
-in `$PREFECT_HOME/runs/<flow run id>.json` as (host, boot id, pid, process
-start time), and `reap` marks a run whose recorded process is provably gone
-Crashed (Cancelled if it was being cancelled), with its unfinished task runs.
+of the process group, the OOM killer, a reboot) nobody reports. Prefect's own
+answer covers most of it: each flow process sends a heartbeat event every
+`PREFECT_FLOWS_HEARTBEAT_FREQUENCY` seconds (30, flows.servers sets it), and
+the automation `make up` creates (`ensure_zombie_automation`) has the server
+mark a deployment's run Crashed once nothing came from it for `MISSED`
+heartbeat intervals. What stays here is what that does not cover:
 
-"Provably gone" is decided on the recording host only: another boot of it, no
-such pid, or a pid now held by a process that started at another time (a reused
-pid). A process on another host is never declared dead from here.
+- An immediate verdict. Each flow process records itself in
+  `$PREFECT_HOME/runs/<flow run id>.json` (host, pid, start time), and `make
+  run`'s wait, `cancel`, `retry`, `reap` and `make up` mark a run whose recorded
+  process is provably gone at once, not a minute and a half later.
+- A run that was being cancelled ends Cancelled, as asked. The automation
+  would mark it Crashed or, when the cancellation came after its last
+  heartbeat (an event of the run, so the window is satisfied), leave it
+  Cancelling until the server's cancellation timeout (300 s) marks it Cancelled.
+- A Pending run killed before its flow started sends no heartbeat, so the
+  automation never watches it: the serve process's record answers for it.
+- The unfinished task runs: Prefect's automation changes the flow run's state
+  only, so `reap` marks those of every Crashed flow run Crashed too.
+- A flow process whose serve process was killed alone lives on and keeps
+  sending heartbeats while it waits on a task pool that no longer delivers:
+  `exit_with_serve` ends it.
+
+"Provably gone" is decided on the recording host only: no such pid, or a pid
+now held by a process that started at another time (a reused pid, or any pid
+after a reboot). A process on another host is never declared dead from here;
+its heartbeats are the server's to miss.
 """
 
 from __future__ import annotations
@@ -27,14 +45,6 @@ import psutil
 LIVE_STATES = ("PENDING", "RUNNING", "CANCELLING")
 
 
-def _boot_id() -> str:
-    """The machine's boot time in whole seconds (psutil, on every platform): another value is another boot."""
-    try:
-        return str(int(psutil.boot_time()))
-    except (OSError, RuntimeError):
-        return ""
-
-
 def _start_ticks(pid: int) -> float | None:
     """The process's start time (seconds since the epoch, to the hundredth), None if no such pid."""
     try:
@@ -48,19 +58,18 @@ class ProcessId:
     """A process named so that a later reader can tell it from another that reuses its pid."""
 
     host: str
-    boot_id: str
     pid: int
     start: float | None
 
     @classmethod
     def of(cls, pid: int | None = None) -> "ProcessId":
         pid = os.getpid() if pid is None else pid
-        return cls(socket.gethostname(), _boot_id(), pid, _start_ticks(pid))
+        return cls(socket.gethostname(), pid, _start_ticks(pid))
 
     @classmethod
     def from_dict(cls, d: dict) -> "ProcessId | None":
         try:
-            return cls(str(d["host"]), str(d.get("boot_id", "")), int(d["pid"]), d.get("start"))
+            return cls(str(d["host"]), int(d["pid"]), d.get("start"))
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -68,25 +77,15 @@ class ProcessId:
         """True if provably dead, False if alive, None if it cannot be told from this host."""
         if self.host != socket.gethostname():
             return None
-        if self.boot_id and _rebooted(self.boot_id, _boot_id()):
-            return True  # the machine rebooted since
         now = _start_ticks(self.pid)
         if now is None:
             return True
         if self.start is not None and abs(float(now) - float(self.start)) > 0.05:
-            return True  # the pid belongs to another process now
+            return True  # the pid belongs to another process now (or the machine rebooted)
         return _zombie(self.pid)
 
     def text(self) -> str:
         return f"pid {self.pid} on {self.host}"
-
-
-def _rebooted(recorded: str, now: str) -> bool:
-    """Boot times more than two seconds apart (a clock step may move the reading by one)."""
-    try:
-        return abs(float(recorded) - float(now)) > 2
-    except ValueError:
-        return recorded != now
 
 
 def _zombie(pid: int) -> bool:
@@ -156,8 +155,7 @@ def mark_gone(client, flow_run, proc: ProcessId) -> str:
 
     Returns the new state's name.
     """
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, TaskRunFilter, TaskRunFilterState
-    from prefect.client.schemas.filters import TaskRunFilterStateType
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
     from prefect.states import Cancelled, Crashed
 
     cancelling = flow_run.state.type.value == "CANCELLING"
@@ -165,18 +163,26 @@ def mark_gone(client, flow_run, proc: ProcessId) -> str:
     final = Cancelled if cancelling else Crashed
     client.set_flow_run_state(flow_run.id, final(message=f"Cancelled: {why}" if cancelling else f"Crashed: {why}"),
                               force=True)
-    tasks = client.read_task_runs(
-        flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run.id])),
-        task_run_filter=TaskRunFilter(state=TaskRunFilterState(type=TaskRunFilterStateType(
-            any_=["PENDING", "RUNNING", "CANCELLING"]))),
-    )
-    for t in tasks:
-        client.set_task_run_state(t.id, Crashed(message=f"Crashed: the flow run's {why}"), force=True)
+    _crash_task_runs(client, FlowRunFilter(id=FlowRunFilterId(any_=[flow_run.id])), f"the flow run's {why}")
     return "Cancelled" if cancelling else "Crashed"
 
 
+def _crash_task_runs(client, flow_runs, why: str) -> int:
+    """Mark the unfinished task runs of the flow runs `flow_runs` (a FlowRunFilter) selects Crashed; how many."""
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterState, TaskRunFilterStateType
+    from prefect.states import Crashed
+
+    tasks = client.read_task_runs(flow_run_filter=flow_runs, task_run_filter=TaskRunFilter(
+        state=TaskRunFilterState(type=TaskRunFilterStateType(any_=list(LIVE_STATES)))))
+    for t in tasks:
+        client.set_task_run_state(t.id, Crashed(message=f"Crashed: {why}"), force=True)
+    return len(tasks)
+
+
 def reap(client, home: str | Path | None = None) -> list[tuple[str, str, str]]:
-    """Mark every live-state flow run whose recorded process is provably gone; [(id, name, new state)]."""
+    """Mark every live-state flow run whose recorded process is provably gone; [(id, name, new state)].
+
+    The unfinished task runs of a flow run Prefect's automation crashed are marked Crashed too."""
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
 
     runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
@@ -186,7 +192,82 @@ def reap(client, home: str | Path | None = None) -> list[tuple[str, str, str]]:
         proc = process_gone(run, home)
         if proc is not None:
             done.append((str(run.id), run.name, mark_gone(client, run, proc)))
+    _crash_task_runs(client, FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=["CRASHED"]))),
+                     "the flow run crashed")
     return done
+
+
+# --- Prefect's heartbeats: the server marks a run whose heartbeats stopped ---------------------------
+
+ZOMBIES = "zero: flow runs whose heartbeats stopped are Crashed"
+MISSED = 3  # heartbeats a run may miss before the server marks it Crashed (Prefect's documented example)
+
+
+def zombie_automation(within_s: float):
+    """The automation that marks a deployment's flow run Crashed when, `within_s` seconds after a heartbeat,
+    neither another heartbeat nor any other event of the run (a final state) has come.
+
+    Runs not started from a deployment (a flow called by hand, a subflow) are left alone: they may send
+    heartbeats at Prefect's default interval (180 s), longer than the window."""
+    from datetime import timedelta
+
+    from prefect.automations import Automation
+    from prefect.client.schemas.objects import StateType
+    from prefect.events.actions import ChangeFlowRunState
+    from prefect.events.schemas.automations import EventTrigger, Posture
+    from prefect.events.schemas.events import ResourceSpecification
+
+    return Automation(
+        name=ZOMBIES,
+        description=f"A served flow run with no heartbeat for {within_s:.0f} s has lost its process: Crashed.",
+        trigger=EventTrigger(
+            after={"prefect.flow-run.heartbeat"},
+            expect={"prefect.flow-run.*"},
+            match=ResourceSpecification({"prefect.resource.id": "prefect.flow-run.*"}),
+            match_related=ResourceSpecification({"prefect.resource.role": "deployment"}),
+            for_each={"prefect.resource.id"},
+            posture=Posture.Proactive,
+            threshold=1,
+            within=timedelta(seconds=within_s),
+        ),
+        actions=[ChangeFlowRunState(state=StateType.CRASHED,
+                                    message=f"Crashed: no heartbeat from its process for {within_s:.0f} s")],
+    )
+
+
+def zombie_window_s() -> float:
+    """MISSED heartbeat intervals of the workspace's (PREFECT_FLOWS_HEARTBEAT_FREQUENCY, flows.servers sets it)."""
+    from flows.servers import HEARTBEAT_S
+
+    return MISSED * float(os.environ.get("PREFECT_FLOWS_HEARTBEAT_FREQUENCY") or HEARTBEAT_S)
+
+
+def ensure_zombie_automation(within_s: float | None = None) -> str:
+    """Have the server at PREFECT_API_URL hold the zombie automation with this window: 'created', 'updated' or
+    'kept' (one already the same)."""
+    from prefect.automations import Automation
+
+    want = zombie_automation(within_s or zombie_window_s())
+    try:
+        have = Automation.read(name=ZOMBIES)
+    except ValueError:  # none of that name
+        want.create()
+        return "created"
+    if _same(have, want):
+        return "kept"
+    want.id = have.id
+    want.update()
+    return "updated"
+
+
+def _same(a, b) -> bool:
+    """The automations do the same (trigger and actions; ids aside)."""
+    def rule(x) -> dict:
+        return {"enabled": x.enabled, "description": x.description,
+                "trigger": x.trigger.model_dump(mode="json", exclude={"id"}),
+                "actions": [action.model_dump(mode="json") for action in x.actions]}
+
+    return rule(a) == rule(b)
 
 
 _watching: list[int] = []  # the serve process this flow process watches, once started

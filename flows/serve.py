@@ -1,7 +1,8 @@
 """Serve and drive the pipeline: `python -m flows.serve <command>` (the Makefile's entry point).
 
     serve   serve the deployments zero-generation/local, zero-loop/local and zero-ladder/local (blocks)
-    up      dvc init if needed, start the Prefect server and the serve process in the background
+    up      dvc init if needed, start the Prefect server and the serve process in the background; the server
+            gets the automation that marks a served run Crashed once its heartbeats stop
     down    stop both
     check   validate a params file (and overrides) without starting anything; --line-free: and refuse, at
             once, when a run holds its line
@@ -102,8 +103,12 @@ def cmd_up(args) -> int:
     print(f"Prefect server: {services.ui_url} (PREFECT_HOME={services.home})")
     from prefect.client.orchestration import get_client
 
+    from flows.liveness import ZOMBIES, ensure_zombie_automation, zombie_window_s
+
     with get_client(sync_client=True) as client:
         _reap(client)
+    if ensure_zombie_automation() != "kept":  # the server marks a served run Crashed once its heartbeats stop
+        print(f"automation {ZOMBIES!r}: after {zombie_window_s():.0f} s without a heartbeat")
     services.start_serve(ray_address=args.ray)
     print(f"serving {DEPLOYMENT} and zero-loop/local (log: {services.home / 'serve.log'})")
     return 0

@@ -9,6 +9,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import psutil
+
 from flows.liveness import SERVE, ProcessId, exit_with_serve, forget_run, record_run, run_process
 
 REPO = Path(__file__).resolve().parents[1]
@@ -18,18 +20,26 @@ def test_a_record_names_this_process_and_is_forgotten_only_by_it(tmp_path):
     record_run("run-1", tmp_path)
     me = run_process("run-1", tmp_path)
     assert me == ProcessId.of() and me.gone() is False
-    other = ProcessId(me.host, me.boot_id, me.pid, (me.start or 0) + 1)  # the same pid, started at another time
+    other = ProcessId(me.host, me.pid, (me.start or 0) + 1)  # the same pid, started at another time
     assert other.gone() is True
     forget_run("run-1", tmp_path)
     assert run_process("run-1", tmp_path) is None
 
 
+def test_a_record_of_before_a_reboot_is_read_and_told_by_its_start_time():
+    me = ProcessId.of()
+    # an earlier record (it carried the boot time too): this pid, started before the machine last booted
+    before = ProcessId.from_dict({"host": me.host, "boot_id": "1", "pid": me.pid, "start": psutil.boot_time() - 60})
+    assert before == ProcessId(me.host, me.pid, psutil.boot_time() - 60)
+    assert before.gone() is True
+
+
 def test_a_dead_process_and_another_host_are_told_apart():
     done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead = ProcessId.of()
-    dead = ProcessId(dead.host, dead.boot_id, int(done.stdout), dead.start)
+    dead = ProcessId(dead.host, int(done.stdout), dead.start)
     assert dead.gone() is True
-    assert ProcessId("another-host", "", 1, None).gone() is None  # never declared dead from here
+    assert ProcessId("another-host", 1, None).gone() is None  # never declared dead from here
 
 
 def test_a_flow_process_ends_when_its_serve_process_is_killed(tmp_path):
