@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from prefect.cache_policies import INPUTS, TASK_SOURCE
+from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
 from prefect.context import get_run_context
 from prefect.task_runners import ProcessPoolTaskRunner
 
@@ -379,9 +379,13 @@ def run_gate(tracker, gen: Generation, params, champ: dict, run_id: str, candida
     return result
 
 
+@task(name="promote", cache_policy=NO_CACHE, persist_result=False)
 def promote(tracker, gen: Generation, facts, run_id: str, candidate_sha: str, gate: dict, data: dict) -> dict:
-    """Record the champion after g in DVC; register the candidate, promoted only if it passed."""
-    from flows.tracking import register_candidate
+    """The gate's decision carried out, a task run of its own: the champion after g (the candidate if the gate
+    promoted it, else the champion before) written and recorded in DVC, the candidate registered, and the
+    `champion` alias moved to it only if promoted. Runs in the flow's process; each step is idempotent, so a
+    retried run does it again rather than taking it from a cache."""
+    from flows.tracking import gate_text, register_candidate
 
     stages.champion(gen)
     names = [gen.stage(s) for s in ("selfplay", "dataset", "train", "gate", "champion")]
@@ -389,8 +393,10 @@ def promote(tracker, gen: Generation, facts, run_id: str, candidate_sha: str, ga
     lineage.push(gen.root, names)
     lock_sha = lineage.lock_sha256(gen.root)
     version, champion = register_candidate(tracker, gen, run_id, facts, candidate_sha, lock_sha, gate, data)
-    get_run_logger().info("promote: %s version %s registered; champion is version %s", tracker.model,
-                          version.version, champion.version)
+    decision = ("promoted" if gate.get("promoted", gate["passed"]) else
+                f"not promoted ({gate['refused']})" if gate.get("refused") else "not promoted")
+    get_run_logger().info("promote: %s version %s (gate %s) %s; champion is version %s", tracker.model,
+                          version.version, gate_text(gate), decision, champion.version)
     return {
         "version": str(version.version),
         "champion_after": {"version": str(champion.version), "sha256": stages.file_sha256(gen.champion)},

@@ -134,6 +134,35 @@ def test_alias_points_where_the_gates_say(two_generations):
     assert str(t.champion().version) == expected
 
 
+def test_promotion_is_a_task_run_of_its_own_after_the_gate(two_generations):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterFlowRunId
+
+    root, records = two_generations
+    with get_client(sync_client=True) as client:
+        for rec in records:
+            runs = client.read_task_runs(
+                task_run_filter=TaskRunFilter(flow_run_id=TaskRunFilterFlowRunId(any_=[rec["flow_run_id"]])))
+            promote = [t for t in runs if t.name.startswith("promote")]
+            gate = [t for t in runs if t.name.startswith("gate-part")]
+            assert len(promote) == 1 and promote[0].state.is_completed(), [t.name for t in runs]
+            assert promote[0].start_time >= max(t.end_time for t in gate)
+    versions = tracker_for(root).versions()  # what the task did: the candidate registered, the alias moved
+    assert [v.run_id for v in versions[1:]] == [rec["mlflow_run_id"] for rec in records]
+
+
+def test_a_run_holds_the_saved_views_metrics_and_only_its_games_params(two_generations):
+    from flows.tracking import GENERATION_COLUMNS
+
+    root, records = two_generations
+    t = tracker_for(root)
+    for rec in records:
+        run = t.client.get_run(rec["mlflow_run_id"])
+        assert {key for _, key in GENERATION_COLUMNS} <= set(run.data.metrics)
+        game = {k: v for k, v in run.data.params.items() if k.startswith("game.")}
+        assert game == {"game.name": "gomoku", "game.height": "6", "game.width": "6", "game.k": "4"}
+
+
 def test_a_finished_generation_is_not_redone(two_generations):
     from flows.generation import zero_generation
 
