@@ -7,6 +7,7 @@
 #   make campaign LINE=go-9        train a line (campaigns/go-9.yaml) generation after generation from its state in
 #                                  campaigns/state/, shipping each champion to models/go-9.pt + .json + .window/
 #   make campaign-save WS=DIR      that workspace's newest champion, lineage and window into campaigns/state/
+#   make reproduce LINE=go-9       re-create the shipped champion's last generation from this clone; compare hashes
 #   make ladder PARAMS=...         the champion against GNU Go and fixed opponents; Elo of the line
 #   make compare SPEC=...          recipes at equal compute: their lines' networks in one Elo pool
 #   make test-fast                 the tests not marked slow (a few minutes)
@@ -48,7 +49,7 @@ export DVC_NO_ANALYTICS := 1
 export DO_NOT_TRACK := 1
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help install gnugo run up down serve check where repro loop campaign campaign-save record ship results ladder compare mlflow-ui test test-fast test-long lock clean-runs
+.PHONY: help install gnugo openssh run up down serve check where repro loop campaign campaign-save record ship results reproduce ladder compare mlflow-ui test test-fast test-long lock clean-runs
 
 help:
 	@sed -n '3,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
@@ -66,6 +67,7 @@ $(STAMP): pyproject.toml $(LOCK)
 		$(BIN)/python -m pip install --quiet "$(TORCH)" --extra-index-url "$(TORCH_INDEX)" 2>&1 | $(PIP_NOISE); }
 	@set -o pipefail; $(BIN)/python -m pip install --quiet -c $(LOCK) -e ".[pipeline,ray,test]" 2>&1 | $(PIP_NOISE)
 	@$(MAKE) --no-print-directory gnugo
+	@$(MAKE) --no-print-directory openssh
 	@touch $@
 
 # requirements.lock anew: pyproject.toml's ranges resolved in a throwaway venv, frozen (torch left to TORCH).
@@ -85,6 +87,18 @@ gnugo:
 		echo "installing GNU Go (apt-get install gnugo) for the ladder"; \
 		(apt-get update -qq && apt-get install -y -qq gnugo) >/dev/null 2>&1 || echo "GNU Go could not be installed: the ladder against it is unavailable"; \
 	else echo "GNU Go is not installed: the ladder needs it (apt-get install gnugo, or brew install gnu-go)"; fi
+
+# OpenSSH's sshd and ssh-keygen, for the test of a DVC remote over SSH (tests/test_dvc_remote_ssh.py starts its own sshd
+# on 127.0.0.1): installed with apt-get where this runs as root on Debian or Ubuntu, the package's own ssh service
+# disabled again; otherwise say how (only that test needs them).
+openssh:
+	@if command -v sshd >/dev/null || [ -x /usr/sbin/sshd ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing OpenSSH (apt-get install openssh-server openssh-client) for the SSH remote's test"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server openssh-client) >/dev/null 2>&1 \
+			|| echo "OpenSSH could not be installed: the SSH remote's test is skipped"; \
+		systemctl disable --now ssh >/dev/null 2>&1 || true; \
+	else echo "OpenSSH's sshd is not installed: the SSH remote's test is skipped (apt-get install openssh-server)"; fi
 
 # Pachi 12.90, the ladder's outside anchor above GNU Go (`pachi:N` opponents), built into .pachi/ from its source in
 # PACHI_SRC (about 35 s); not part of install: only a ladder against Pachi needs it.
@@ -150,7 +164,7 @@ campaign: install up
 # where campaigns/$(LINE).yaml resumes from; commit campaigns/state/ after it.
 WS ?= .
 campaign-save: install
-	$(BIN)/python -m flows.ship --root $(WS) --params campaigns/$(LINE).yaml --models campaigns/state
+	$(BIN)/python -m flows.ship --root $(WS) --params campaigns/$(LINE).yaml --models campaigns/state --no-recipe
 
 # Generations made elsewhere by flows.standalone (a GPU machine without the servers), copied into gens/:
 # zero-loop over the same params file records each in DVC, MLflow and the registry, playing nothing again.
@@ -162,15 +176,22 @@ record: check up
 		--param generations=$$n --param overrides="$$($(BIN)/python -c 'import json,sys; print(json.dumps(sys.argv[1:]))' $(OVERRIDES))" \
 		--watch --watch-interval 10; fi
 
-# The workspace's champion of campaigns/$(LINE).yaml to models/$(LINE).pt with its lineage models/$(LINE).json.
+# The workspace's champion of campaigns/$(LINE).yaml to models/$(LINE).pt with its lineage models/$(LINE).json
+# and its recipe models/$(LINE).reproduce/ (GEN: the workspace's generation to ship; default the last).
+GEN ?=
 ship: install
-	$(BIN)/python -m flows.ship --params campaigns/$(LINE).yaml
+	$(BIN)/python -m flows.ship --root $(WS) --params campaigns/$(LINE).yaml $(if $(GEN),--generation $(GEN))
 	$(BIN)/python -m flows.results
 
 # The README's strength table and docs/strength.md's table of every result, written from the committed
 # records (models/, campaigns/state/, docs/strength/); `make ship` runs it.
 results: install
 	$(BIN)/python -m flows.results
+
+# The shipped champion of $(LINE) re-created from this clone: its last generation by dvc repro in a checkout of
+# the commit that made it (reproduce/$(LINE)/), every hash compared with the lineage. CHAIN=1: its whole run.
+reproduce: install
+	$(BIN)/python -m flows.reproduce --line $(LINE) $(if $(CHAIN),--chain)
 
 # The champion of $(PARAMS)'s line against GNU Go and fixed opponents; ratings and plot in gens/<line>/ladder/.
 ladder: check up
