@@ -107,6 +107,18 @@ def init_task(root: str, gen_rel: str, params_hash: str) -> dict:
     return stages.init(stages.parse_gen_dir(gen_rel, root))
 
 
+# A refused push is retried after 10 s, 1 min and 5 min: time for a remote to restart; one that stays down fails
+# the run within minutes.
+PUSH_RETRY_DELAYS_S = [10, 60, 300]
+
+
+@task(name="dvc-push", cache_policy=NO_CACHE, retries=len(PUSH_RETRY_DELAYS_S), retry_delay_seconds=PUSH_RETRY_DELAYS_S)
+def push_task(root: str, stage_names: list[str]) -> dict:
+    """`dvc push` of the stages' outputs to the default remote; the remote ({"name", "url"}). A failure is
+    lineage.PushError, naming the remote, the stages and dvc's message. Called in the flow's process."""
+    return lineage.push(root, stage_names)
+
+
 def _fan_out(task_fn, args_of, n: int, num_gpus: float, check, delegated: bool = False) -> list[dict]:
     """Submit n tasks, wait, and re-run (cache refreshed) any whose output no longer checks."""
     with _resources(num_gpus, delegated):
@@ -175,8 +187,12 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         g = generation or ws.next_generation(tag)  # settled under the lock
         gen = ws.generation(tag, g)
         if gen.finished():  # a finished generation is never redone (it could move the alias back)
+            record = read_json(gen.record_file)
+            if record.get("remote", {}).get("pushed") is False:
+                log.info("zero-generation: %s generation %d has finished; pushing its outputs", tag, g)
+                return publish(gen, record)
             log.info("zero-generation: %s generation %d has finished already; nothing to do", tag, g)
-            return read_json(gen.record_file)
+            return record
         params, recipe = stages.generation_params(gen, params)  # visits schedule, calibrated resignation
         log.info("zero-generation: %s generation %d in %s (params hash %s; self-play %d visits, resign below %.2f)",
                  tag, g, root, params.digest()[:12], recipe["selfplay_visits"], recipe["resign_threshold"])
@@ -206,7 +222,7 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         if actors:
             record["selfplay"]["actors"] = actors
         tracker.log_metrics(run_id, {k: v for k, v in recipe.items() if isinstance(v, (int, float))})
-        write_json(gen.record_file, record)
+        record = publish(gen, record)
         log.info("zero-generation: %s g%04d done in %.0fs: gate %s (%s%s); champion is version %s", tag, g,
                  record["seconds"], tracking.gate_text(gate), "PASSED" if gate["passed"] else "failed",
                  f"; refused: {gate['refused']}" if gate.get("refused") else "", promoted["champion_after"]["version"])
@@ -280,7 +296,7 @@ def _generation_zero(tracker, gen0: Generation, params, facts):
     init = init_task(str(gen0.root), gen0.rel, params.digest())
     stage = gen0.stage("init")
     lineage.commit(gen0.root, [stage])
-    lineage.push(gen0.root, [stage])
+    early_push(gen0, [stage])
     version = register_initial(tracker, gen0, params, init, facts, lineage.lock_sha256(gen0.root))
     get_run_logger().info("generation 0: registered %s version %s as the first champion", tracker.model,
                           version.version)
@@ -333,7 +349,7 @@ def record_dataset(gen: Generation) -> dict:
     window = stages.dataset(gen)
     names = [gen.stage("selfplay"), gen.stage("dataset")]
     lineage.commit(gen.root, names)
-    lineage.push(gen.root, names)
+    early_push(gen, names)
     return lineage.window_facts(gen, window)
 
 
@@ -388,9 +404,7 @@ def promote(tracker, gen: Generation, facts, run_id: str, candidate_sha: str, ga
     from flows.tracking import gate_text, register_candidate
 
     stages.champion(gen)
-    names = [gen.stage(s) for s in ("selfplay", "dataset", "train", "gate", "champion")]
     lineage.commit(gen.root, [gen.stage("champion")])
-    lineage.push(gen.root, names)
     lock_sha = lineage.lock_sha256(gen.root)
     version, champion = register_candidate(tracker, gen, run_id, facts, candidate_sha, lock_sha, gate, data)
     decision = ("promoted" if gate.get("promoted", gate["passed"]) else
@@ -402,6 +416,38 @@ def promote(tracker, gen: Generation, facts, run_id: str, candidate_sha: str, ga
         "champion_after": {"version": str(champion.version), "sha256": stages.file_sha256(gen.champion)},
         "lock_sha": lock_sha,
     }
+
+
+def early_push(gen: Generation, names: list[str]) -> None:
+    """Push stages' outputs as soon as they are recorded, once: a refusal is logged, and the generation's last
+    push (publish), which is retried, takes them too."""
+    try:
+        push_task.with_options(retries=0)(str(gen.root), names)
+    except lineage.PushError as e:
+        get_run_logger().warning("%s; pushed again at the end of generation %d", e, gen.g)
+
+
+def publish(gen: Generation, record: dict) -> dict:
+    """Write the finished generation's record, then push its outputs (generation 1 also generation 0's) to the
+    default remote, retried; the record's `remote` says where and whether they reached it.
+
+    A remote still refusing after the retries fails the run with lineage.PushError and leaves `pushed: false`
+    and the error in the record: the generation stays registered and on disk, and the next run of it (a retry
+    of the flow run, or the generation run again) pushes its outputs and nothing else.
+    """
+    names = ([gen.prev.stage("init")] if gen.g == 1 else []) + [
+        gen.stage(s) for s in ("selfplay", "dataset", "train", "gate", "champion")]
+    record["remote"] = {**lineage.remote(gen.root), "stages": names, "pushed": False}
+    write_json(gen.record_file, record)  # the generation has finished; what remains is its push
+    try:
+        record["remote"].update(push_task(str(gen.root), names))
+    except lineage.PushError as e:
+        record["remote"]["error"] = str(e)
+        write_json(gen.record_file, record)
+        raise
+    record["remote"]["pushed"] = True
+    write_json(gen.record_file, record)
+    return record
 
 
 @flow(name="zero-loop", log_prints=True)

@@ -4,7 +4,8 @@ The flow writes a generation's outputs itself (fanned out over tasks), then
 `dvc commit`s the generation's stages so dvc.lock records exactly the hashes a
 `dvc repro` of those stages must re-create, and `dvc push`es them to the
 default remote (`dvc-remote/` beside the workspace unless configured
-otherwise, e.g. the S3-compatible remote in infra/).
+otherwise: a team's SSH or S3 remote, docs/cluster.md). A push that fails raises
+PushError naming the remote, the stages and dvc's message.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 
@@ -23,6 +25,18 @@ CODE_PATHS = ("zero", "flows", "pyproject.toml", "requirements.lock", "dvc.yaml"
 
 class LineageError(RuntimeError):
     """A DVC or git command failed; the message carries its output."""
+
+
+class PushError(LineageError):
+    """`dvc push` of some stages to the default remote failed: which remote, which stages, and dvc's message."""
+
+    def __init__(self, remote: dict, stages: list[str], detail: str):
+        self.remote, self.stages, self.detail = dict(remote), list(stages), detail
+        super().__init__(f"dvc push of {', '.join(self.stages)} to remote '{remote['name']}' ({remote['url']}) "
+                         f"failed: {detail}")
+
+    def __reduce__(self):  # a task's failure is pickled into its Prefect state
+        return type(self), (self.remote, self.stages, self.detail)
 
 
 def _bin(name: str) -> str:
@@ -67,12 +81,23 @@ def ensure_dvc(root: str | Path, remote_url: str | None = None) -> None:
     if not (root / ".dvc").is_dir():
         dvc(root, "init", "-q")
     dvc(root, "config", "core.analytics", "false")
-    remotes = dvc(root, "remote", "list").stdout.split()
-    if DEFAULT_REMOTE not in remotes[::2]:
+    config = dvc_config(root)
+    if f"remote.{DEFAULT_REMOTE}.url" not in config:
         url = remote_url or os.environ.get("ZERO_DVC_REMOTE") or "dvc-remote"
         dvc(root, "remote", "add", "--default", DEFAULT_REMOTE, url)
-    elif not dvc(root, "remote", "default", check=False).stdout.strip():
+    elif not config.get("core.remote"):
         dvc(root, "remote", "default", DEFAULT_REMOTE)
+
+
+def dvc_config(root: str | Path) -> dict[str, str]:
+    """The workspace's DVC settings, {"core.remote": ..., "remote.NAME.url": ...}: every level's (system, global,
+    the repository's .dvc/config, the user's .dvc/config.local), a later level's value winning."""
+    config = {}
+    for line in dvc(root, "config", "--list").stdout.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            config[key.strip()] = value.strip()
+    return config
 
 
 def commit(root: str | Path, stages: list[str]) -> None:
@@ -80,9 +105,38 @@ def commit(root: str | Path, stages: list[str]) -> None:
     dvc(root, "commit", "--force", *stages)
 
 
-def push(root: str | Path, stages: list[str]) -> None:
-    """Push the stages' outputs to the default remote."""
-    dvc(root, "push", *stages)
+def push(root: str | Path, stages: list[str]) -> dict:
+    """Push the stages' outputs to the default remote; the remote they reached ({"name", "url"}).
+
+    Raises PushError (remote, stages, dvc's message) when dvc cannot push them: the remote refuses the
+    connection or the credentials, or the data cannot be written there.
+    """
+    proc = dvc(root, "push", *stages, check=False)
+    if proc.returncode != 0:
+        raise PushError(remote(root), stages, _dvc_message(proc))
+    return remote(root)
+
+
+def remote(root: str | Path) -> dict[str, str]:
+    """The workspace's default remote, {"name", "url"}, the URL without any password it carries."""
+    config = dvc_config(root)
+    name = config.get("core.remote", "")
+    url = config.get(f"remote.{name}.url") if name else None
+    return {"name": name, "url": _without_password(url) if url else "(none: dvc remote default NAME)"}
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)))
+
+
+def _dvc_message(proc: subprocess.CompletedProcess) -> str:
+    """dvc's ERROR lines (its last output lines when it printed none)."""
+    lines = [line.strip() for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    errors = [line.removeprefix("ERROR: ") for line in lines if line.startswith("ERROR:")]
+    return "; ".join(errors or lines[-3:]) or f"exit {proc.returncode}"
 
 
 def lock_entry(root: str | Path, stage: str) -> dict:
