@@ -41,6 +41,8 @@ from pathlib import Path
 
 import psutil
 
+HEARTBEAT_S = 30  # seconds between a flow run's heartbeats (Prefect's least), in the workspace's settings
+
 # Flow runs in these states have a process that should be alive.
 LIVE_STATES = ("PENDING", "RUNNING", "CANCELLING")
 
@@ -237,8 +239,6 @@ def zombie_automation(within_s: float):
 
 def zombie_window_s() -> float:
     """MISSED heartbeat intervals of the workspace's (PREFECT_FLOWS_HEARTBEAT_FREQUENCY, flows.servers sets it)."""
-    from flows.servers import HEARTBEAT_S
-
     return MISSED * float(os.environ.get("PREFECT_FLOWS_HEARTBEAT_FREQUENCY") or HEARTBEAT_S)
 
 

@@ -25,8 +25,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from flows import liveness
+
 DEFAULT_PORT = 4200
-HEARTBEAT_S = 30  # seconds between a flow run's heartbeats (Prefect's least); see flows/liveness.py
 DEPLOYMENT = "zero-generation/local"
 
 
@@ -50,7 +51,7 @@ def prefect_env(root: str | Path, port: int | None = None) -> dict[str, str]:
         "PREFECT_SERVER_API_PORT": str(port),
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_RUNNER_POLL_FREQUENCY": os.environ.get("PREFECT_RUNNER_POLL_FREQUENCY", "5"),
-        "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": os.environ.get("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", str(HEARTBEAT_S)),
+        "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": os.environ.get("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", str(liveness.HEARTBEAT_S)),
         "MLFLOW_TRACKING_URI": os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{root / 'mlflow.db'}",
         "MLFLOW_DISABLE_TELEMETRY": "true",
         "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
