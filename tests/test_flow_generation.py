@@ -222,3 +222,69 @@ def test_the_loop_runs_generations_back_to_back(harness, workspace):
     records = zero_loop(params_file=SMOKE, generations=2, workdir=str(workspace))
     assert [r["generation"] for r in records] == [1, 2]
     assert records[1]["champion_before"]["sha256"] == records[0]["champion_after"]["sha256"]
+
+
+def _made_from_a_commit(root):
+    records = [json.loads(p.read_text()) for p in sorted((root / "gens").rglob("generation.json"))]
+    if any(r.get("git_dirty") != "false" for r in records):
+        pytest.skip("the generations ran code that differs from its commit (commit it to re-create them from one)")
+
+
+def test_a_shipped_champion_is_re_created_from_its_recipe_in_a_fresh_checkout(two_generations, tmp_path):
+    """Ship generation 2, then `python -m flows.reproduce` checks out the commit that made it, lays out the
+    recipe's inputs and re-creates its five stages with dvc repro: every hash as recorded, the same network."""
+    import subprocess
+    import sys
+
+    from flows import reproduce
+    from flows.ship import ship
+    from pipeline_support import TAG
+    from zero.config import load_params
+
+    root, _ = two_generations
+    _made_from_a_commit(root)
+    models = tmp_path / "models"
+    lineage = ship(root, load_params(root / SMOKE), SMOKE, models)
+    recipe = json.loads((models / f"{TAG}.reproduce" / "recipe.json").read_text())
+    assert recipe["generation"] == 2 and [g["g"] for g in recipe["generations"]] == [0, 1, 2]
+    assert lineage["reproduce"]["command"] == f"make reproduce LINE={TAG}"
+
+    again = tmp_path / "again"
+    proc = subprocess.run([sys.executable, "-m", "flows.reproduce", "--line", TAG, "--models", str(models),
+                           "--dir", str(again)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"champion sha256 {lineage['sha256']} equals" in proc.stdout
+    rows = [line for line in proc.stdout.splitlines() if line.strip().startswith(("same", "DIFFERS"))]
+    assert len(rows) == 5 and all(r.strip().startswith("same") for r in rows)
+    assert (again / "gens" / TAG / "g0002" / "champion.pt").read_bytes() == (models / f"{TAG}.pt").read_bytes()
+
+    # A recorded hash that the re-creation does not give is named, output by output.
+    stages = [s for s in recipe["generations"][-1]["lock"]]
+    wrong = json.loads(json.dumps(recipe))
+    wrong["generations"][-1]["lock"][f"train@{TAG}-g0002"]["outs"][0]["md5"] = "0" * 32
+    rows = reproduce.compare(wrong, again, stages)
+    assert [r["path"] for r in rows if not r["same"]] == [f"gens/{TAG}/g0002/candidate.pt"]
+
+
+def test_the_whole_run_is_re_created_from_generation_0_and_a_bad_input_is_refused(two_generations, tmp_path):
+    from flows import reproduce
+    from flows.layout import LineError
+    from flows.ship import ship
+    from pipeline_support import TAG
+    from zero.config import load_params
+
+    root, _ = two_generations
+    _made_from_a_commit(root)
+    models = tmp_path / "models"
+    lineage = ship(root, load_params(root / SMOKE), SMOKE, models)
+    said = []
+    assert reproduce.reproduce(models, TAG, tmp_path / "chain", chain=True, say=said.append), "\n".join(said)
+    assert sum(line.strip().startswith("same") for line in said) == 13  # init (3 outputs) and 2 x 5 stages
+    assert (tmp_path / "chain" / "gens" / TAG / "g0002" / "champion.pt").read_bytes() == \
+        (models / f"{TAG}.pt").read_bytes() and lineage["sha256"] in "\n".join(said)
+
+    before = models / f"{TAG}.reproduce" / "champion-before.pt"
+    before.write_bytes(before.read_bytes()[:-7])
+    with pytest.raises(LineError, match="champion-before.pt: not the network the generation started from"):
+        reproduce.reproduce(models, TAG, tmp_path / "bad", say=said.append)
+    assert not (tmp_path / "bad").exists()  # refused before anything was written
