@@ -11,6 +11,7 @@ measure over numbers of concurrent games and of threads.
 
 from __future__ import annotations
 
+import os
 import platform
 import resource
 import threading
@@ -225,14 +226,15 @@ def warm_up(params, model: str | None = None) -> dict:
     """Compile the engine's kernels for these params on this machine, so that later runs (a shard, a
     benchmark, the GTP engine) load them from numba's cache instead of compiling inside their own time:
     two self-play games at WARM_UP_VISITS visits with the selfplay section's settings (its device,
-    evaluation and switches), written to a temp file and dropped, and one leaf-batched search of the
-    empty board (the `zero gtp` engine). Returns {seconds, compiled, loaded} (kernel_compiles)."""
+    evaluation and switches), written to a temp file and dropped, and the leaf-batched engine of `zero gtp`
+    and `zero play` as it starts (zero.engine_loader.warm_up_engine: its search, tree reuse and, for Go,
+    scoring). Returns {seconds, compiled, loaded} (kernel_compiles)."""
     import tempfile
 
     from zero.config import params_from_dict
     from zero.engine import Engine, EngineConfig
+    from zero.engine_loader import warm_up_engine
     from zero.network import init_checkpoint
-    from zero.play import initial_position
     from zero.selfplay import play_shard
 
     start = time.perf_counter()
@@ -248,7 +250,7 @@ def warm_up(params, model: str | None = None) -> dict:
             model = str(Path(tmp) / "fresh.pt")
             init_checkpoint(tiny, model, 0)
         play_shard(tiny, model, Path(tmp) / "shard.npz", seed=0)
-        Engine(EngineConfig.from_params(batched), model, seed=0).analyse(initial_position(make_game(tiny.game)))
+        warm_up_engine(Engine(EngineConfig.from_params(batched), model, seed=0))
     return {"seconds": round(time.perf_counter() - start, 1), **kernel_compiles()}
 
 
@@ -293,6 +295,72 @@ def measure_single_game(params, model: str | None, leaf_batches: list[int], visi
             row["time_per_move"] = visits_per_move(timed, model, seconds_per_move)
         out.append(row)
     return out
+
+
+# What a controller (GoGui, Sabaki) sends a GTP engine it starts, then a short game's moves and its scoring.
+GTP_SETUP = ("name", "version", "list_commands")
+GTP_GAME = ("genmove b", "genmove w", "final_score", "genmove b", "final_status_list dead")
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User and system CPU seconds of a running process so far (all its threads; Linux /proc), else None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure_gtp_latency(gtp_args: list[str], size: int, komi: float, cold_cache: bool = False,
+                        timeout: float = 600.0) -> dict:
+    """How soon `zero gtp GTP_ARGS` answers, from its start: a controller's first command (protocol_version,
+    sent at once), its set-up (GTP_SETUP, boardsize, komi, clear_board), then a short game (GTP_GAME).
+
+    Each row: the command, `at` (wall seconds since the process started when the answer came), `took` (wall
+    seconds since the command was sent), `cpu` (the engine's CPU seconds so far: the figure a loaded machine
+    does not change) and the answer. cold_cache: with an empty numba cache (NUMBA_CACHE_DIR in a temp dir), as
+    a fresh clone before `zero warmup`. Also the load average before and after.
+    """
+    import subprocess
+    import sys
+    import tempfile
+
+    commands = ["protocol_version", *GTP_SETUP, f"boardsize {size}", f"komi {komi:g}", "clear_board", *GTP_GAME]
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="zero-gtp-latency-") as tmp:
+        env = {**os.environ, **({"NUMBA_CACHE_DIR": tmp} if cold_cache else {})}
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "zero.cli", "gtp", *gtp_args], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        rows = []
+        try:
+            for command in commands:
+                sent = time.perf_counter()
+                proc.stdin.write(command + "\n")
+                proc.stdin.flush()
+                lines = []
+                while (line := proc.stdout.readline()).strip():
+                    lines.append(line.rstrip("\n"))
+                now = time.perf_counter()
+                if not lines or not lines[0].startswith("="):
+                    raise RuntimeError(f"zero gtp {' '.join(gtp_args)} answered {command!r} with "
+                                       f"{lines or 'nothing'}: {proc.stderr.read() if not lines else ''}".strip())
+                if now - start > timeout:
+                    raise RuntimeError(f"zero gtp took more than {timeout:g} s")
+                rows.append({"command": command, "at": round(now - start, 3), "took": round(now - sent, 3),
+                             "cpu": _cpu_seconds(proc.pid), "answer": lines[0][1:].strip()[:40]})
+            proc.stdin.write("quit\n")
+            proc.stdin.close()
+            stderr = proc.stderr.read()
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return {"rows": rows, "notice": "compiling search kernels" in stderr, "cold_cache": cold_cache,
+            "gtp_args": gtp_args, "load_before": [round(x, 2) for x in load_before],
+            "load_after": [round(x, 2) for x in os.getloadavg()],
+            "cores": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()}
 
 
 def measure_train(params, model: str | None, seconds: float, threads: int | None = None) -> dict:

@@ -347,27 +347,20 @@ def _leaf_batched(params, args):
 
 def cmd_gtp(args) -> int:
     from zero.gtp import run_gtp
-    from zero.match import params_for_players
 
     params = _params(args)
     model = _model_or_shipped(params, args.model)
     params = _leaf_batched(_player_params(args, params, model), args)
-    params = params_for_players(params, [model] if model else [])  # the planes the network was trained with
-    return run_gtp(params, model, args.visits, sys.stdin, sys.stdout) or 0
+    return run_gtp(params, model, args.visits, sys.stdin, sys.stdout) or 0  # the engine loads while it answers
 
 
 def cmd_play(args) -> int:
-    from zero.games import make_game
-    from zero.match import params_for_players
     from zero.play import run_play
 
     params = _params(args)
     model = _model_or_shipped(params, args.model)
     params = _leaf_batched(_player_params(args, params, model), args)
-    if model is not None:
-        params = params_for_players(params, [model])  # the planes the network was trained with
-        _check_model(params, make_game(params.game), model)
-    return run_play(params, model, args.visits, args.color, sys.stdin, sys.stdout) or 0
+    return run_play(params, model, args.visits, args.color, sys.stdin, sys.stdout) or 0  # the board comes at once
 
 
 def cmd_ladder(args) -> int:
@@ -526,13 +519,16 @@ def _ladder_player(folder: str) -> str:
 
 def cmd_warmup(args) -> int:
     from zero.bench import warm_up
+    from zero.games import make_game
+    from zero.match import params_for_players
 
     params = _params(args)
-    if args.model is not None:
-        from zero.games import make_game
-
-        _check_model(params, make_game(params.game), args.model)
-    done = warm_up(params, args.model)
+    model = _model_or_shipped(params, args.model)  # the player `zero gtp` and `zero play` start with these args
+    params = _player_params(args, params, model, measured_visits=False)
+    if model is not None:
+        params = params_for_players(params, [model])  # the planes the network was trained with
+        _check_model(params, make_game(params.game), model)
+    done = warm_up(params, model)
     print(f"{done['compiled']} kernels compiled and {done['loaded']} loaded from the cache in {done['seconds']:g} s")
     return 0
 
@@ -542,6 +538,8 @@ def cmd_bench(args) -> int:
     from zero.match import params_for_players
 
     params = _params(args)
+    if args.gtp_latency:
+        return _bench_gtp_latency(args, params)
     if args.model:
         params = params_for_players(params, [args.model])  # the planes the network was trained with
     for games in [args.games] + (args.scan_games or []):
@@ -586,6 +584,30 @@ def cmd_bench(args) -> int:
                        model=args.model, warmup=args.warmup, profile=args.profile, processes=args.processes)
     if args.json:
         print(json.dumps(result))
+    return 0
+
+
+def _bench_gtp_latency(args, params) -> int:
+    """`zero bench --gtp-latency`: how soon `zero gtp`, started with this command's --params, --set and --model,
+    answers a controller's first commands, moves and scoring (zero.bench.measure_gtp_latency)."""
+    from zero.bench import measure_gtp_latency
+
+    if params.game.name != "go":
+        raise UsageError(f"--gtp-latency measures `zero gtp`, which plays Go; the params are for {params.game.tag}")
+    gtp_args = [*(["--params", args.params] if args.params else []), *[a for s in args.set for a in ("--set", s)],
+                *(["--model", args.model] if args.model else [])]
+    got = measure_gtp_latency(gtp_args, params.game.size, params.game.komi, cold_cache=args.cold_cache)
+    if args.json:
+        print(json.dumps({"gtp_latency": got}))
+        return 0
+    cache = "an empty numba cache" if args.cold_cache else "numba's cache as it is"
+    print(f"zero gtp {' '.join(gtp_args)} with {cache}, on cores {got['cores']}, load average "
+          f"{got['load_before'][0]:g} before and {got['load_after'][0]:g} after"
+          f"{'; it said it was compiling its kernels' if got['notice'] else ''}:")
+    for r in got["rows"]:
+        cpu = f"{r['cpu']:6.2f} s" if r["cpu"] is not None else "     ?"
+        print(f"  {r['command']:<24} answered at {r['at']:6.2f} s ({r['took']:5.2f} s after it was sent), "
+              f"engine CPU {cpu}: {r['answer']}")
     return 0
 
 
@@ -690,9 +712,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_sgf_pack)
 
     p = sub.add_parser("warmup", parents=[common],
-                       help="compile the engine's kernels for the params on this machine (numba caches them), "
-                            "so that later runs do not compile inside their own time")
-    p.add_argument("--model", default=None, help="a checkpoint (default: a fresh network of the params)")
+                       help="compile the engine's kernels on this machine (numba caches them) for self-play and "
+                            "the player `zero gtp` and `zero play` start with the same arguments, so that later "
+                            "runs do not compile inside their own time (make install runs it)")
+    p.add_argument("--model", default=None,
+                   help="a checkpoint (default: the shipped champion for the board, else a fresh network); "
+                        "without --params, searched with its lineage's settings as zero gtp does")
     p.set_defaults(fn=cmd_warmup)
 
     p = sub.add_parser("bench", parents=[common], help="measure speed and memory")
@@ -720,6 +745,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "with --train: torch threads (default train.threads)")
     p.add_argument("--seconds-per-move", type=_seconds, default=None,
                    help="with --leaf-batches (Go): also the visits this many seconds of the search buy a move")
+    p.add_argument("--gtp-latency", action="store_true",
+                   help="instead of self-play: how soon `zero gtp` (with this command's --params, --set and "
+                        "--model) answers a controller's first command, set-up, first moves and scoring: wall "
+                        "and CPU seconds from its start")
+    p.add_argument("--cold-cache", action="store_true",
+                   help="with --gtp-latency: on an empty numba cache, as a fresh clone before `zero warmup`")
     p.add_argument("--profile", default=None, metavar="PATH",
                    help="also profile self-play: PATH.txt (cProfile), PATH.kernels.txt (torch profiler), PATH.pstats")
     p.set_defaults(fn=cmd_bench)
@@ -735,23 +766,31 @@ def _missing_file(args) -> str | None:
     return None
 
 
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The errors a command ends with as `zero: error: ...`: bad input, named. Imported only when one is raised
+    (some modules bring torch with them, which a command such as `zero gtp` loads on a thread instead)."""
+    from zero.games.base import IllegalMove
+    from zero.gtp_player import GtpEngineError
+    from zero.network import CheckpointError
+    from zero.sgf import SgfError
+    from zero.shards import ShardError
+    from zero.train import WindowError
+
+    return (ConfigError, CheckpointError, ShardError, WindowError, SgfError, IllegalMove, UsageError,
+            GtpEngineError, OSError)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     missing = _missing_file(args)
     if missing:
         print(f"zero: error: {missing}", file=sys.stderr)
         return 2
-    from zero.games.base import IllegalMove
-    from zero.gtp_player import GtpEngineError
-    from zero.network import CheckpointError
-    from zero.shards import ShardError
-    from zero.sgf import SgfError
-    from zero.train import WindowError
-
     try:
         return args.fn(args)
-    except (ConfigError, CheckpointError, ShardError, WindowError, SgfError, IllegalMove, UsageError,
-            GtpEngineError, OSError) as e:
+    except Exception as e:
+        if not isinstance(e, _user_errors()):
+            raise
         if isinstance(e, OSError) and e.strerror:
             e = f"{e.filename2 or e.filename or 'I/O'}: {e.strerror}"
         print(f"zero: error: {e}", file=sys.stderr)

@@ -25,7 +25,7 @@ from zero.gtp_analysis import AnalysisCommands
 from zero.gtp_board import GtpBoard
 from zero.gtp_clock import TimeCommands
 from zero.gtp_moves import MoveCommands
-from zero.gtp_protocol import GtpServer
+from zero.gtp_protocol import GtpError, GtpServer
 from zero.gtp_scoring import ScoringCommands
 
 
@@ -87,21 +87,29 @@ class GtpEngine:
 
 def run_gtp(params, model: str | None, visits: int | None, stdin: TextIO, stdout: TextIO,
             stderr: TextIO | None = None) -> int:
-    """Serve GTP with the network in `model` (None: a fresh one); exit status 0, or 2 if refused."""
+    """Serve GTP with the network in `model` (None: a fresh one); exit status 0, or 2 if refused or if the
+    engine could not be loaded.
+
+    The protocol loop starts at once and the engine loads on a thread (zero.engine_loader): the protocol's
+    own commands and the board's answer while it does; a command that needs the engine waits for it, or,
+    if it failed to load, answers `?` with the reason (also said on stderr as soon as it fails).
+    """
     stderr = stderr if stderr is not None else sys.stderr
     if params.game.name != "go":
         print(f"zero gtp: error: GTP is defined for Go only, but game.name is {params.game.name!r}; "
               "use `zero play` to play Gomoku in the terminal", file=stderr)
         return 2
-    from zero.engine import Engine, EngineConfig
+    from zero.engine_loader import announce_compiles, load_engine
 
+    announce_compiles(stderr, "zero gtp")
+    engine = load_engine(params, model, visits, failure=GtpError,
+                         on_failure=lambda why: print(f"zero gtp: error: {why}", file=stderr, flush=True))
     try:
-        engine = Engine(EngineConfig.from_params(params, visits), checkpoint=model)
-    except ValueError as e:  # CheckpointError names the file and what is wrong
-        print(f"zero gtp: error: {e}", file=stderr)
+        gtp = GtpEngine(engine)  # waits for the engine only where its game is not known before it loads
+    except GtpError:  # the engine failed to load: said on stderr
         return 2
-    GtpEngine(engine).run(stdin, stdout)
-    return 0
+    gtp.run(stdin, stdout)
+    return 2 if engine.error is not None else 0
 
 
 def main(argv: list[str] | None = None) -> int:

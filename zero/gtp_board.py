@@ -139,8 +139,10 @@ class GtpBoard:
     def _check_size(self, size: int) -> None:
         if not MIN_SIZE <= size <= MAX_SIZE:
             raise GtpError("unacceptable size")
+        if size == self.engine.game.height:  # nothing to ask the engine (which may still be loading)
+            return
         set_board = getattr(self.engine, "set_board", None)
-        if set_board is not None and size != self.engine.game.height:
+        if set_board is not None:
             try:
                 set_board(size=size, komi=self.komi)
             except ValueError:  # CheckpointError: the network is for another board

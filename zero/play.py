@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from zero.engine_loader import EngineLoadError
 from zero.games.base import IllegalMove
 from zero.notation import COLUMNS, NotationError, colour_name, parse_colour, result_text, score_text
 
@@ -117,14 +118,19 @@ def run_play(params, model: str | None, visits: int | None, human_color, stdin: 
         engine: an already built Engine (tests), instead of building one from params and model.
     """
     human = _colour(human_color)
-    if engine is None:
-        from zero.engine import Engine, EngineConfig
+    if engine is None:  # loaded on a thread while the board is drawn and the person's first move typed
+        from zero.engine_loader import announce_compiles, load_engine
 
-        try:
-            engine = Engine(EngineConfig.from_params(params, visits), checkpoint=model)
-        except ValueError as e:  # CheckpointError names the file and what is wrong
-            print(f"zero play: error: {e}", file=sys.stderr)
-            return 2
+        announce_compiles(sys.stderr, "zero play")
+        engine = load_engine(params, model, visits)
+    try:
+        return _play(engine, human, stdin, stdout)
+    except EngineLoadError as e:  # a checkpoint that is corrupt or for another board, named
+        print(f"zero play: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _play(engine, human: int, stdin: TextIO, stdout: TextIO) -> int:
     game = engine.game
     screen = _Screen(stdout)
     history = [initial_position(game)]
