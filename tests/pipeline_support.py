@@ -83,7 +83,35 @@ def clean_env_for(root: Path, port: int | None = None) -> dict:
     return env
 
 
-class Pipeline:
+class PrefectApi:
+    """Reads of the Prefect server whose REST API is at `self.api`."""
+
+    api: str
+
+    def flow_run(self, run_id: str) -> dict:
+        with urllib.request.urlopen(f"{self.api}/flow_runs/{run_id}", timeout=10) as r:
+            return json.loads(r.read())
+
+    def post(self, what: str, body: dict) -> list[dict]:
+        req = urllib.request.Request(f"{self.api}/{what}", data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read())
+
+    def _filter(self, what: str, body: dict) -> list[dict]:
+        return self.post(f"{what}/filter", body)
+
+    def wait_state(self, run_id: str, types: set[str], timeout: float = 300) -> dict:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            run = self.flow_run(run_id)
+            if run["state"] and run["state"]["type"] in types:
+                return run
+            time.sleep(1)
+        raise AssertionError(f"flow run {run_id} not in {types} after {timeout}s: {self.flow_run(run_id)['state']}")
+
+
+class Pipeline(PrefectApi):
     """The workspace's services and the commands a person would type."""
 
     def __init__(self, root: Path, port: int):
@@ -114,31 +142,12 @@ class Pipeline:
         assert match, proc.stdout
         return match.group(1), proc
 
-    def flow_run(self, run_id: str) -> dict:
-        with urllib.request.urlopen(f"{self.api}/flow_runs/{run_id}", timeout=10) as r:
-            return json.loads(r.read())
-
-    def _filter(self, what: str, body: dict) -> list[dict]:
-        req = urllib.request.Request(f"{self.api}/{what}/filter", data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return json.loads(r.read())
-
     def task_runs(self, run_id: str) -> list[dict]:
         return self._filter("task_runs", {"flow_runs": {"id": {"any_": [run_id]}}})
 
     def artifacts(self, run_id: str) -> list[dict]:
         """The flow run's artifacts (its steps' progress artifacts among them)."""
         return self._filter("artifacts", {"artifacts": {"flow_run_id": {"any_": [run_id]}}})
-
-    def wait_state(self, run_id: str, types: set[str], timeout: float = 300) -> dict:
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            run = self.flow_run(run_id)
-            if run["state"] and run["state"]["type"] in types:
-                return run
-            time.sleep(1)
-        raise AssertionError(f"flow run {run_id} not in {types} after {timeout}s: {self.flow_run(run_id)['state']}")
 
     def tracker(self):
         from flows.tracking import Tracker

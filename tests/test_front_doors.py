@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from flows.serve import by_hand
-from pipeline_support import BIN, REPO, SMOKE, TAG, free_port, make_workspace
+from pipeline_support import BIN, REPO, SMOKE, TAG, PrefectApi, free_port, make_workspace
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.timeout(1800)]
 
@@ -50,7 +50,7 @@ def light_venv(root: Path) -> None:
     (venv / ".zero-installed").touch()
 
 
-class Clone:
+class Clone(PrefectApi):
     """A workspace with its own venv and ports; `sh` runs a line in a fresh shell."""
 
     def __init__(self, root: Path, home: Path, prefect_port: int, mlflow_port: int):
@@ -67,27 +67,8 @@ class Clone:
         return subprocess.run(self.argv(line, activate), capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
 
-    def flow_run(self, run_id: str) -> dict:
-        with urllib.request.urlopen(f"{self.api}/flow_runs/{run_id}", timeout=10) as r:
-            return json.loads(r.read())
-
-    def post(self, what: str, body: dict) -> list[dict]:
-        req = urllib.request.Request(f"{self.api}/{what}", data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return json.loads(r.read())
-
     def flow_run_ids(self) -> set[str]:
         return {r["id"] for r in self.post("flow_runs/filter", {})}
-
-    def wait_state(self, run_id: str, types: set[str], timeout: float = 300) -> dict:
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            run = self.flow_run(run_id)
-            if run["state"] and run["state"]["type"] in types:
-                return run
-            time.sleep(1)
-        raise AssertionError(f"flow run {run_id} not in {types} after {timeout}s: {self.flow_run(run_id)['state']}")
 
     def holder(self) -> dict:
         lock = self.root / "gens" / TAG / ".lock"
