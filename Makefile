@@ -59,6 +59,7 @@ help:
 # wheel brings gigabytes of CUDA libraries). A GPU box names its
 # CUDA build instead: make install TORCH=torch==2.13.0 TORCH_INDEX=https://download.pytorch.org/whl/cu128
 # Every other package at the exact version of requirements.lock (`make lock` remakes it from pyproject.toml's ranges).
+# Then `zero warmup` compiles the engine's kernels once (into zero/__pycache__), so the first `zero gtp` does not.
 LOCK := requirements.lock
 $(STAMP): pyproject.toml $(LOCK)
 	@echo "installing zero with its pipeline, ray and test extras into $(VENV) (about 3 minutes the first time)"
@@ -68,6 +69,8 @@ $(STAMP): pyproject.toml $(LOCK)
 	@set -o pipefail; $(BIN)/python -m pip install --quiet -c $(LOCK) -e ".[pipeline,ray,test]" 2>&1 | $(PIP_NOISE)
 	@$(MAKE) --no-print-directory gnugo
 	@$(MAKE) --no-print-directory openssh
+	@echo "compiling the search kernels of zero gtp, zero play and self-play into numba's cache (zero warmup, about 20 s of a core)"
+	@$(BIN)/zero warmup
 	@touch $@
 
 # requirements.lock anew: pyproject.toml's ranges resolved in a throwaway venv, frozen (torch left to TORCH).

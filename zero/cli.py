@@ -601,7 +601,7 @@ def _bench_gtp_latency(args, params) -> int:
         print(json.dumps({"gtp_latency": got}))
         return 0
     cache = "an empty numba cache" if args.cold_cache else "numba's cache as it is"
-    print(f"zero gtp {' '.join(gtp_args)} with {cache}, on cores {got['cores']}, load average "
+    print(f"{' '.join(['zero gtp', *gtp_args])} with {cache}, on cores {got['cores']}, load average "
           f"{got['load_before'][0]:g} before and {got['load_after'][0]:g} after"
           f"{'; it said it was compiling its kernels' if got['notice'] else ''}:")
     for r in got["rows"]:
