@@ -103,3 +103,47 @@ def test_the_engine_is_built_once_and_its_failure_is_typed(params):
     broken = LoadingEngine(fail)
     with pytest.raises(EngineLoadError, match="could not be loaded: disk gone"):
         broken.genmove(None)
+
+
+def test_zero_play_draws_the_board_and_takes_a_move_before_the_engine_has_loaded(params):
+    import time
+
+    from zero.play import run_play
+
+    engine, release = held_engine(params)
+    out, status = io.StringIO(), []
+    game = threading.Thread(target=lambda: status.append(run_play(params, None, None, "black", io.StringIO("E5\n"),
+                                                                  out, engine=engine)))
+    game.start()
+    deadline = time.monotonic() + 60
+    while "You (Black) play E5" not in out.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert "A B C D E F G H J" in out.getvalue() and "You (Black) play E5" in out.getvalue()
+    assert not engine.loaded  # the board was drawn and E5 taken while the engine was still loading
+    release.set()
+    game.join(120)
+    assert status == [0] and "zero (White) " in out.getvalue()
+
+
+def test_bench_gtp_latency_times_every_command_of_a_controller_session(tmp_path):
+    """`zero bench --gtp-latency` starts a real `zero gtp` (here a 7x7 board: a fresh tiny network) and answers
+    with a row per command, in the order sent."""
+    import json
+    import subprocess
+    import sys
+
+    from zero.bench import GTP_GAME, GTP_SETUP
+
+    args = ["--set", "game.size=7", "--set", "network.size=b1c8", "--set", "network.value_hidden=8",
+            "--set", "gate.visits=4"]
+    done = subprocess.run([sys.executable, "-m", "zero.cli", "bench", "--gtp-latency", "--json", *args],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout)["gtp_latency"]
+    rows = got["rows"]
+    assert [r["command"] for r in rows] == ["protocol_version", *GTP_SETUP, "boardsize 7", "komi 7.5",
+                                            "clear_board", *GTP_GAME]
+    assert rows[0]["answer"] == "2" and rows[7]["answer"] != "resign"
+    assert all(a["at"] <= b["at"] for a, b in zip(rows, rows[1:]))
+    assert all(r["took"] >= 0 and (r["cpu"] is None or r["cpu"] > 0) for r in rows)
+    assert got["gtp_args"] == args and got["cold_cache"] is False and len(got["load_before"]) == 3
