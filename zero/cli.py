@@ -355,12 +355,15 @@ def cmd_gtp(args) -> int:
 
 
 def cmd_play(args) -> int:
-    from zero.play import run_play
+    from zero.engine_loader import announce_compiles, build_engine
+    from zero.play import run_play, warming
 
     params = _params(args)
     model = _model_or_shipped(params, args.model)
     params = _leaf_batched(_player_params(args, params, model), args)
-    return run_play(params, model, args.visits, args.color, sys.stdin, sys.stdout) or 0  # the board comes at once
+    announce_compiles(sys.stderr, "zero play")
+    engine = build_engine(params, model, args.visits)  # a checkpoint that cannot play the board is refused here
+    return run_play(params, model, args.visits, args.color, sys.stdin, sys.stdout, engine=warming(engine)) or 0
 
 
 def cmd_ladder(args) -> int:

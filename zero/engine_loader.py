@@ -5,7 +5,9 @@ not hold the search kernels yet, their first use compiles them (`zero warmup`, w
 compiles them ahead). `LoadingEngine` does all of that on a thread from start-up, ending with a one-visit
 search and a scoring of the empty board so that the kernels are loaded or compiled before the first move is
 asked for. Meanwhile the board, the protocol's own commands and the person's first move do not wait; the
-first use of the engine does. The first kernel compiled in the process says so on stderr (`announce_compiles`).
+first use of the engine does. `zero gtp` builds its engine so (`load_engine`); `zero play` builds it first, so
+that a checkpoint that cannot play is refused before the board is drawn, and only warms it on the thread. The
+first kernel compiled in the process says so on stderr (`announce_compiles`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ class LoadingEngine:
     """An engine that `build()` makes on a thread started at once; reading any of its attributes waits for it.
 
     Args:
-        build: makes the engine (zero.engine.Engine or anything like it).
+        build: makes the engine (zero.engine.Engine or anything like it); `lambda: engine` for one built
+            already, whose warm-up alone then runs on the thread.
         game: the engine's game where it is known before the network loads (a player's board is set up from
             it at once); None: `game` waits for the engine too.
         failure: what every use raises when building failed, with the reason (e.g. zero.gtp_protocol.GtpError,
@@ -103,28 +106,32 @@ def warm_up_engine(engine) -> None:
         engine.dead_stones(start)
 
 
+def build_engine(params, model: str | None, visits: int | None):
+    """The engine `zero gtp` and `zero play` play with: the network in `model` (None: a fresh one) with the input
+    planes it was trained with (zero.match.params_for_players), `visits` a move (None: gate.visits).
+    CheckpointError (a ValueError) naming the file when it cannot play the params' board."""
+    from zero.engine import Engine, EngineConfig
+    from zero.games import make_game
+    from zero.match import params_for_players
+    from zero.network import check_network_fits, load_checkpoint
+
+    played = params_for_players(params, [model] if model else [])
+    if model is not None:
+        net, meta = load_checkpoint(model)
+        check_network_fits(net, make_game(played.game), model, played.game.tag, meta.get("game"))
+    return Engine(EngineConfig.from_params(played, visits), checkpoint=model)
+
+
 def load_engine(params, model: str | None, visits: int | None, failure: type[Exception] = EngineLoadError,
                 on_failure: Callable[[str], None] | None = None, warm: bool = True) -> LoadingEngine:
-    """The engine `zero gtp` and `zero play` play with, built on a thread: the network in `model` (None: a
-    fresh one) with the input planes it was trained with (zero.match.params_for_players), `visits` a move
-    (None: gate.visits). Its game is known at once unless a Go network's planes must be read from it."""
+    """`build_engine` on a thread (LoadingEngine). Its game is known at once unless a Go network's input planes
+    must be read from it."""
     from zero.games import make_game
 
     game = params.game
     known = game.name != "go" or game.liberty_planes or model is None
-
-    def build():
-        from zero.engine import Engine, EngineConfig
-        from zero.match import params_for_players
-        from zero.network import check_network_fits, load_checkpoint
-
-        played = params_for_players(params, [model] if model else [])
-        if model is not None:
-            net, meta = load_checkpoint(model)
-            check_network_fits(net, make_game(played.game), model, played.game.tag, meta.get("game"))
-        return Engine(EngineConfig.from_params(played, visits), checkpoint=model)
-
-    return LoadingEngine(build, make_game(game) if known else None, failure, on_failure, warm)
+    return LoadingEngine(lambda: build_engine(params, model, visits), make_game(game) if known else None, failure,
+                         on_failure, warm)
 
 
 class _CompileNotice(event.Listener):

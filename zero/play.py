@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from zero.engine_loader import EngineLoadError
+from zero.engine_loader import EngineLoadError, LoadingEngine
 from zero.games.base import IllegalMove
 from zero.notation import COLUMNS, NotationError, colour_name, parse_colour, result_text, score_text
 
@@ -115,19 +115,29 @@ def run_play(params, model: str | None, visits: int | None, human_color, stdin: 
         model: network checkpoint, None for a fresh network.
         visits: search visits per engine move (None: the params' default).
         human_color: the person's colour: +1/-1 or "black"/"white".
-        engine: an already built Engine (tests), instead of building one from params and model.
+        engine: an already built Engine (tests), instead of building one from params and model (`warming` it).
     """
     human = _colour(human_color)
-    if engine is None:  # loaded on a thread while the board is drawn and the person's first move typed
-        from zero.engine_loader import announce_compiles, load_engine
+    if engine is None:
+        from zero.engine_loader import announce_compiles, build_engine
 
         announce_compiles(sys.stderr, "zero play")
-        engine = load_engine(params, model, visits)
+        try:
+            engine = warming(build_engine(params, model, visits))
+        except ValueError as e:  # CheckpointError names the file and what is wrong
+            print(f"zero play: error: {e}", file=sys.stderr)
+            return 2
     try:
         return _play(engine, human, stdin, stdout)
     except EngineLoadError as e:  # a checkpoint that is corrupt or for another board, named
         print(f"zero play: error: {e}", file=sys.stderr)
         return 2
+
+
+def warming(engine) -> LoadingEngine:
+    """`engine`, its kernels loaded (or compiled) on a thread while the board is drawn and the person's first
+    move typed; a checkpoint that cannot play was refused before, when the engine was built."""
+    return LoadingEngine(lambda: engine, engine.game)
 
 
 def _play(engine, human: int, stdin: TextIO, stdout: TextIO) -> int:
