@@ -10,6 +10,7 @@ from zero.games.go import BLACK, WHITE, GoGame, GoPosition
 from zero.network import (
     CheckpointError, NetConfig, ZeroNet, check_network_fits, load_checkpoint, save_checkpoint, widen_inputs,
 )
+from zero.sgf import read_collection
 
 
 def _root_planes(game, batch, slot=0):
@@ -210,7 +211,7 @@ def test_a_match_between_a_network_with_the_planes_and_one_without(tmp_path):
             torch.testing.assert_close(got, want)
     result = play_match(plain_params, str(wide), str(plain), 2, seed=3, sgf_dir=tmp_path / "sgf")
     assert result.wins + result.losses + result.draws == 2
-    assert len(list((tmp_path / "sgf").glob("*.sgf"))) == 2
+    assert len(read_collection(tmp_path / "sgf" / "match.sgf.gz")) == 2  # the match's games, one collection
 
 
 def test_zero_match_between_the_two_kinds_from_the_command_line(tmp_path, capsys):

@@ -44,7 +44,9 @@ class GtpProcess:
         self._stderr: collections.deque[str] = collections.deque(maxlen=self.STDERR_LINES)
         self._lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._drain, args=(self.proc.stdout, self._lines.put), daemon=True).start()
-        threading.Thread(target=self._drain, args=(self.proc.stderr, self._stderr.append), daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._drain, args=(self.proc.stderr, self._stderr.append),
+                                               daemon=True)
+        self._stderr_reader.start()
 
     @staticmethod
     def _drain(stream, keep) -> None:
@@ -52,7 +54,9 @@ class GtpProcess:
             keep(line)
         keep("")  # end of stream
 
-    def _error(self, what: str) -> GtpEngineError:
+    def _error(self, what: str, ended: bool = False) -> GtpEngineError:
+        if ended or self.proc.poll() is not None:
+            self._stderr_reader.join(timeout=2.0)  # an engine that ended: what it wrote last, read to its end
         tail = "".join(line for line in self._stderr if line)
         return GtpEngineError(f"GTP engine {self.command!r} {what}" + (
             f"; its last stderr lines:\n{tail.rstrip()}" if tail.strip() else "; it wrote nothing to stderr"))
@@ -70,9 +74,10 @@ class GtpProcess:
                 out = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 self.proc.kill()
-                raise self._error(f"did not answer {line!r} within {self.timeout:g} s and was stopped") from None
+                raise self._error(f"did not answer {line!r} within {self.timeout:g} s and was stopped",
+                                  ended=True) from None
             if out == "":
-                raise self._error(f"closed while answering {line!r}")
+                raise self._error(f"closed while answering {line!r}", ended=True)
             if out.strip() == "" and lines:
                 break
             if out.strip():
