@@ -34,6 +34,7 @@ CLONED = ("Makefile", "pyproject.toml", "requirements.lock", "params.yaml", "inf
 # A smoke generation that holds its line for minutes: the refused run and Ctrl-C meet it running.
 SLOW = ["pipeline.selfplay_shards=4", "selfplay.games_per_shard=24", "selfplay.visits=48",
         "selfplay.concurrent_games=24"]
+SLOW_PARAMS = "params-slow.yaml"  # the same as a params file, for `make run PARAMS=...`
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
 
@@ -77,6 +78,13 @@ class Clone(PrefectApi):
         except (OSError, ValueError):
             return {}
 
+    def fresh_line(self) -> None:
+        """No generation of the smoke line yet: a test's runs do not meet a generation an earlier test started
+        with other params (which the flow refuses)."""
+        shutil.rmtree(self.root / "gens", ignore_errors=True)
+        (self.root / "generations.yaml").write_text("generations: {}\nlines: {}\n")
+        (self.root / "dvc.lock").unlink(missing_ok=True)
+
     def start_holding(self) -> str:
         """A slow smoke generation started by hand; returns its id once it holds the line."""
         line = (f"prefect deployment run zero-generation/local --param params_file={SMOKE} "
@@ -111,6 +119,11 @@ def clone(tmp_path_factory):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / name, root / name)
     light_venv(root)
+    import yaml
+
+    from zero.config import load_params
+
+    (root / SLOW_PARAMS).write_text(yaml.safe_dump(load_params(REPO / SMOKE, SLOW).model_dump(mode="json")))
     (base / "home").mkdir()
     c = Clone(root, base / "home", free_port(), free_port())
     proc = c.sh(f"make install PREFECT_PORT={c.prefect_port} MLFLOW_PORT={c.mlflow_port}", activate=False)
@@ -144,6 +157,11 @@ def test_every_line_make_where_prints_for_use_by_hand_works_in_a_fresh_shell(clo
     assert f"http://127.0.0.1:{clone.prefect_port}" in out and f"http://127.0.0.1:{clone.mlflow_port}" in out
     deployment_run, cancel, retry, repro, mlflow_ui = printed
 
+    # dvc repro as printed finds the pipeline (a dry run, before any generation: nothing to make)
+    clone.fresh_line()
+    proc = clone.sh(f"{repro} --dry")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
     # the deployment as printed: its flow run names its params file and hash at its start; cancel as printed
     proc = clone.sh(deployment_run)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -167,10 +185,6 @@ def test_every_line_make_where_prints_for_use_by_hand_works_in_a_fresh_shell(clo
     proc = clone.sh(cancel.replace("<flow-run-id>", run_id))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert clone.wait_state(run_id, FINAL, timeout=180)["state"]["type"] == "CANCELLED"
-
-    # dvc repro as printed finds the pipeline (a dry run: nothing is made)
-    proc = clone.sh(f"{repro} --dry")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
 
     # mlflow ui as printed serves the workspace's database on its port
     ui = subprocess.Popen(clone.argv(f"exec {mlflow_ui}"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -197,6 +211,7 @@ def test_the_bare_deployment_says_it_runs_params_yaml_before_it_starts(clone):
 
 
 def test_a_refused_run_names_the_running_one_arrives_in_seconds_and_ends_cancelled(clone):
+    clone.fresh_line()
     holder = clone.start_holding()
     try:
         before = clone.flow_run_ids()
@@ -226,7 +241,8 @@ def test_a_refused_run_names_the_running_one_arrives_in_seconds_and_ends_cancell
 
 
 def test_ctrl_c_on_make_run_cancels_the_run_and_says_how_to_resume_it(clone):
-    make = subprocess.Popen(clone.argv(f"make run PARAMS={SMOKE}", activate=False), stdout=subprocess.PIPE,
+    clone.fresh_line()
+    make = subprocess.Popen(clone.argv(f"make run PARAMS={SLOW_PARAMS}", activate=False), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     out = []
     try:

@@ -44,7 +44,12 @@ PROBE = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """A workspace's own Prefect server, with the workspace's settings (flows.servers.prefect_env) in os.environ."""
+    """A workspace's own Prefect server, with the workspace's settings (flows.servers.prefect_env) in os.environ.
+
+    Prefect's clients in this process are pointed at it too: a session's test harness (tests/conftest.py) holds
+    a settings context of its own, which would otherwise win over the environment."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
     from flows.servers import Services, prefect_env
 
     root = tmp_path_factory.mktemp("heartbeats") / "ws"
@@ -58,7 +63,8 @@ def server(tmp_path_factory):
         services = Services(root, port)
         services.start_server()
         try:
-            yield services
+            with temporary_settings(updates={PREFECT_API_URL: f"http://127.0.0.1:{port}/api"}):
+                yield services
         finally:
             services.down()
 
