@@ -150,7 +150,10 @@ class _CompileNotice(event.Listener):
             if self.said:
                 return
             self.said = True
-        print(f"{self.prefix}: {COMPILE_NOTICE}", file=self.stream, flush=True)
+        try:
+            print(f"{self.prefix}: {COMPILE_NOTICE}", file=self.stream, flush=True)
+        except (ValueError, OSError):  # the stream it was given is closed (a pipe gone): compiling goes on
+            pass
 
 
 _notice: _CompileNotice | None = None
