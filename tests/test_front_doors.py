@@ -32,8 +32,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.timeout(180
 
 CLONED = ("Makefile", "pyproject.toml", "requirements.lock", "params.yaml", "infra/env.sh")
 # A smoke generation that holds its line for minutes: the refused run and Ctrl-C meet it running.
-SLOW = ["pipeline.selfplay_shards=4", "selfplay.games_per_shard=24", "selfplay.visits=48",
-        "selfplay.concurrent_games=24"]
+# On a line of its own (7x7 Gomoku), so that it never meets a generation of the smoke line another test started.
+SLOW = ["game.height=7", "game.width=7", "pipeline.selfplay_shards=4", "selfplay.games_per_shard=24",
+        "selfplay.visits=48", "selfplay.concurrent_games=24"]
+SLOW_TAG = "gomoku-7x7x4"
 SLOW_PARAMS = "params-slow.yaml"  # the same as a params file, for `make run PARAMS=...`
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
@@ -72,23 +74,15 @@ class Clone(PrefectApi):
         return {r["id"] for r in self.post("flow_runs/filter", {})}
 
     def holder(self) -> dict:
-        lock = self.root / "gens" / TAG / ".lock"
+        lock = self.root / "gens" / SLOW_TAG / ".lock"
         try:
             return json.loads(lock.read_text() or "{}")
         except (OSError, ValueError):
             return {}
 
-    def fresh_line(self) -> None:
-        """No generation of the smoke line yet: a test's runs do not meet a generation an earlier test started
-        with other params (which the flow refuses)."""
-        shutil.rmtree(self.root / "gens", ignore_errors=True)
-        (self.root / "generations.yaml").write_text("generations: {}\nlines: {}\n")
-        (self.root / "dvc.lock").unlink(missing_ok=True)
-
     def start_holding(self) -> str:
         """A slow smoke generation started by hand; returns its id once it holds the line."""
-        line = (f"prefect deployment run zero-generation/local --param params_file={SMOKE} "
-                f"--param overrides='{json.dumps(SLOW)}'")
+        line = f"prefect deployment run zero-generation/local --param params_file={SLOW_PARAMS}"
         proc = self.sh(line)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         run_id = uuid_of(proc.stdout)
@@ -158,9 +152,24 @@ def test_every_line_make_where_prints_for_use_by_hand_works_in_a_fresh_shell(clo
     deployment_run, cancel, retry, repro, mlflow_ui = printed
 
     # dvc repro as printed finds the pipeline (a dry run, before any generation: nothing to make)
-    clone.fresh_line()
     proc = clone.sh(f"{repro} --dry")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    # mlflow ui as printed serves the workspace's database on its port (made here, before any run writes to it)
+    ui = subprocess.Popen(clone.argv(f"exec {mlflow_ui}"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          start_new_session=True)
+    try:
+        deadline, answered = time.time() + 240, False
+        while time.time() < deadline and not answered and ui.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{clone.mlflow_port}/health", timeout=5) as r:
+                    answered = r.status == 200
+            except OSError:
+                time.sleep(1)
+        assert answered, ui.stderr.read().decode()[-3000:] if ui.poll() is not None else "no answer"
+    finally:
+        os.killpg(ui.pid, signal.SIGTERM)
+        ui.wait(timeout=60)
 
     # the deployment as printed: its flow run names its params file and hash at its start; cancel as printed
     proc = clone.sh(deployment_run)
@@ -186,22 +195,6 @@ def test_every_line_make_where_prints_for_use_by_hand_works_in_a_fresh_shell(clo
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert clone.wait_state(run_id, FINAL, timeout=180)["state"]["type"] == "CANCELLED"
 
-    # mlflow ui as printed serves the workspace's database on its port
-    ui = subprocess.Popen(clone.argv(f"exec {mlflow_ui}"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          start_new_session=True)
-    try:
-        deadline, answered = time.time() + 240, False
-        while time.time() < deadline and not answered and ui.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{clone.mlflow_port}/health", timeout=5) as r:
-                    answered = r.status == 200
-            except OSError:
-                time.sleep(1)
-        assert answered, ui.stderr.read().decode()[-3000:] if ui.poll() is not None else "no answer"
-    finally:
-        os.killpg(ui.pid, signal.SIGTERM)
-        ui.wait(timeout=60)
-
 
 def test_the_bare_deployment_says_it_runs_params_yaml_before_it_starts(clone):
     proc = clone.sh("prefect deployment inspect zero-generation/local")
@@ -211,12 +204,11 @@ def test_the_bare_deployment_says_it_runs_params_yaml_before_it_starts(clone):
 
 
 def test_a_refused_run_names_the_running_one_arrives_in_seconds_and_ends_cancelled(clone):
-    clone.fresh_line()
     holder = clone.start_holding()
     try:
         before = clone.flow_run_ids()
         started = time.time()
-        proc = clone.sh(f"make run PARAMS={SMOKE}", activate=False)
+        proc = clone.sh(f"make run PARAMS={SLOW_PARAMS}", activate=False)
         seconds = time.time() - started
         print(f"make run refused in {seconds:.1f}s")
         assert proc.returncode != 0
@@ -228,7 +220,7 @@ def test_a_refused_run_names_the_running_one_arrives_in_seconds_and_ends_cancell
 
         # started by hand past the check, the flow itself refuses: Cancelled, with the same advice
         started = time.time()
-        proc = clone.sh(f"prefect deployment run zero-generation/local --param params_file={SMOKE}")
+        proc = clone.sh(f"prefect deployment run zero-generation/local --param params_file={SLOW_PARAMS}")
         second = uuid_of(proc.stdout)
         run = clone.wait_state(second, FINAL, timeout=300)
         print(f"the flow refused in {time.time() - started:.1f}s")
@@ -241,7 +233,6 @@ def test_a_refused_run_names_the_running_one_arrives_in_seconds_and_ends_cancell
 
 
 def test_ctrl_c_on_make_run_cancels_the_run_and_says_how_to_resume_it(clone):
-    clone.fresh_line()
     make = subprocess.Popen(clone.argv(f"make run PARAMS={SLOW_PARAMS}", activate=False), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     out = []
