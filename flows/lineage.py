@@ -139,13 +139,18 @@ def _dvc_message(proc: subprocess.CompletedProcess) -> str:
     return "; ".join(errors or lines[-3:]) or f"exit {proc.returncode}"
 
 
-def lock_entry(root: str | Path, stage: str) -> dict:
-    """The dvc.lock entry of a stage ({} when it has none)."""
+def lock_stages(root: str | Path) -> dict:
+    """Every stage's dvc.lock entry ({} when there is no dvc.lock)."""
     path = Path(root) / "dvc.lock"
     if not path.is_file():
         return {}
     data = yaml.safe_load(path.read_text()) or {}
-    return (data.get("stages") or {}).get(stage, {})
+    return data.get("stages") or {}
+
+
+def lock_entry(root: str | Path, stage: str) -> dict:
+    """The dvc.lock entry of a stage ({} when it has none)."""
+    return lock_stages(root).get(stage, {})
 
 
 def out_hashes(root: str | Path, stage: str) -> dict[str, str]:

@@ -27,6 +27,7 @@ import yaml
 
 from flows import lineage as dvc_lineage
 from flows.layout import Generation, LineError, Workspace, read_json, write_json
+from zero.shards import file_sha256
 
 REPO = Path(__file__).resolve().parent.parent
 RECIPE = "recipe.json"
@@ -40,19 +41,10 @@ def recipe_dir(models: Path, tag: str) -> Path:
     return Path(models) / f"{tag}.reproduce"
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _lock_stages(root: Path) -> dict:
-    path = root / "dvc.lock"
-    if not path.is_file():
-        raise LineError(f"{path}: missing; a generation's recipe needs the lock entries its flow recorded")
-    return (yaml.safe_load(path.read_text()) or {}).get("stages") or {}
+    if not (root / "dvc.lock").is_file():
+        raise LineError(f"{root / 'dvc.lock'}: missing; a generation's recipe needs the lock entries its flow recorded")
+    return dvc_lineage.lock_stages(root)
 
 
 def _stage_names(gen: Generation) -> list[str]:
@@ -90,8 +82,8 @@ def write_recipe(root: Path, gen: Generation, out: Path) -> dict:
         })
     shutil.copyfile(gen.prev.champion, tmp / BEFORE)
     shutil.copyfile(gen.prev.window_file, tmp / WINDOW_BEFORE)
-    recipe = {"line": gen.tag, "generation": gen.g, "champion_sha256": _sha256(gen.champion),
-              "before_sha256": _sha256(gen.prev.champion), "generations": generations}
+    recipe = {"line": gen.tag, "generation": gen.g, "champion_sha256": file_sha256(gen.champion),
+              "before_sha256": file_sha256(gen.prev.champion), "generations": generations}
     write_json(tmp / RECIPE, recipe)
     if out.exists():
         shutil.rmtree(out)
@@ -119,7 +111,7 @@ def machine_notes(recipe: dict, here: dict) -> list[str]:
                          "would be emulated (other bytes, several times slower)")
     lock_sha = last.get("requirements_lock_sha256")
     lock_here = REPO / "requirements.lock"
-    if lock_sha and lock_here.is_file() and _sha256(lock_here) != lock_sha:
+    if lock_sha and lock_here.is_file() and file_sha256(lock_here) != lock_sha:
         notes.append("the libraries here were installed from another requirements.lock than the generation's "
                      "(`git show <its commit>:requirements.lock`): other library versions may give other bytes")
     return notes
@@ -137,7 +129,7 @@ def _checkout(repo: Path, commit: str, workdir: Path) -> None:
 
 def _check_before(recipe: dict, folder: Path) -> Path:
     before = folder / BEFORE
-    if not before.is_file() or _sha256(before) != recipe["before_sha256"]:
+    if not before.is_file() or file_sha256(before) != recipe["before_sha256"]:
         raise LineError(f"{before}: not the network the generation started from "
                         f"(expected sha256 {recipe['before_sha256'][:12]})")
     return before
@@ -164,7 +156,7 @@ def _lay_out(recipe: dict, folder: Path, window: Path, workdir: Path, chain: boo
             if s["generation"] <= last.g - w:
                 continue  # left out of the window by this generation's dataset stage
             source = window / f"{s['sha256'][:16]}.npz"
-            if not source.is_file() or _sha256(source) != s["sha256"]:
+            if not source.is_file() or file_sha256(source) != s["sha256"]:
                 raise LineError(f"{source}: shard of the training window missing or changed "
                                 f"(expected sha256 {s['sha256'][:12]})")
             target = workdir / s["path"]
@@ -233,7 +225,7 @@ def reproduce(models: Path, tag: str, workdir: Path, chain: bool = False, repo: 
         say(f"  {'same' if r['same'] else 'DIFFERS':7} {r['path']:{width}}  recorded {r['recorded'][:16]}"
             + ("" if r["same"] else f"  made {r['made'][:16] or '(nothing)'}"))
     last = Workspace(workdir).generation(tag, recipe["generation"])
-    made_sha = _sha256(last.champion)
+    made_sha = file_sha256(last.champion)
     same_net = made_sha == lineage["sha256"]
     say(f"champion sha256 {made_sha} {'equals' if same_net else 'differs from'} {lineage_file.name}'s "
         f"{lineage['sha256']}")
