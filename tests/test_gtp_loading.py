@@ -68,6 +68,18 @@ def test_an_engine_that_cannot_load_answers_with_the_reason_and_the_protocol_goe
     assert engine.error == "net.pt: not a readable checkpoint"
 
 
+def test_an_engine_that_failed_before_the_session_began_still_serves_the_board(params):
+    """A checkpoint refused faster than the session starts (torch already imported): the game given up front
+    still sets up the board, and only the commands that need the engine answer `?`."""
+    engine, release = held_engine(params, ValueError("net.pt: not a readable checkpoint"))
+    release.set()
+    with pytest.raises(GtpError):
+        engine.wait()
+    gtp = GtpEngine(engine)
+    assert gtp.handle("protocol_version") == "= 2\n\n" and gtp.handle("play b E5") == "= \n\n"
+    assert gtp.handle("genmove w") == "? the engine could not be loaded: net.pt: not a readable checkpoint\n\n"
+
+
 def test_run_gtp_with_a_broken_checkpoint_names_it_and_exits_2(tmp_path):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")

@@ -80,7 +80,9 @@ class LoadingEngine:
 
     @property
     def game(self):
-        if self._game is not None and self._engine is None and self.error is None:
+        """The game given at construction while the engine is not built (also once building failed: the board
+        and the protocol's own commands go on answering); else the engine's, waiting for it."""
+        if self._game is not None and self._engine is None:
             return self._game
         return self.wait().game
 
