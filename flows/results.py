@@ -162,7 +162,17 @@ def _settings(r: dict) -> str:
         parts.append(f"komi {r['komi']:g}")
     if r.get("opening_moves"):
         parts.append(f"{r['opening_moves']} opening moves")
-    return ", ".join(parts)
+    return ", ".join(parts) + _starts(r)
+
+
+def _starts(r: dict) -> str:
+    """Which starts a ladder pairing played: fresh ones of its network's own, or the usual seed-0 ones (a
+    match's openings are sampled by the players, and older records name no seed: nothing is said of them)."""
+    if r.get("label") != "ladder" or not r.get("opening_moves"):
+        return ""
+    if r.get("starts") == "fresh":
+        return ", fresh starts"
+    return ", the usual starts" if r.get("seed") == 0 else ""
 
 
 def _elo(r: dict) -> tuple[float, float, float]:
@@ -350,7 +360,7 @@ def shipped_md(root: Path, page: Path) -> str:
         for i, m in enumerate(kept_opponents(ladder.get("matches", []))):
             lines.append(f"| {first if i == 0 else ''} | {cost if i == 0 else ''} | {opponent_label(m['b'])} "
                          f"| **{m['wins']}-{m['losses']}-{m['draws']}** | {_elo_text(_elo(m))} "
-                         f"| {m['games']} games, {m['visits']} visits; {link} |")
+                         f"| {m['games']} games, {m['visits']} visits{_starts(m)}; {link} |")
     return "\n".join(lines)
 
 

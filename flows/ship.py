@@ -199,7 +199,7 @@ def attach_ladder(lineage_file: Path, ladder: Path, player: str | None = None) -
         raise LineError(f"{ladder}: player {name!r} is another network in some pairings: not this champion's")
     fitted = fit_dir(ladder)
     keys = ("b", "b_spec", "date", "games", "wins", "losses", "draws", "win_rate", "elo", "elo_low", "elo_high",
-            "visits", "komi", "opening_moves", "seconds", "label")
+            "visits", "komi", "opening_moves", "seed", "starts", "seconds", "label")
     lineage["ladder"] = {"champion": name, "source": str(ladder), "matched_by": matched_by,
                          "anchor": fitted["anchor"],
                          "matches": [{k: r[k] for k in keys if k in r} for r in mine]}

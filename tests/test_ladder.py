@@ -302,6 +302,34 @@ def test_a_ladder_at_a_time_a_move_plays_at_the_visits_that_time_buys(tmp_path, 
                  "--seconds-per-move", "0", "--out", str(out)]) == 2
 
 
+def test_fresh_starts_are_the_networks_own_and_the_same_when_played_again(tmp_path, capsys):
+    """--seed fresh: the seed comes from the network's sha256 (two networks meet different openings, neither the
+    usual seed-0 ones), the pairing says so, and a second run finds the pairing played."""
+    from zero.ladder import fresh_seed
+    from zero.shards import file_sha256
+
+    go_args = ["--set", "game.size=7", "--set", "network.size=b1c8", "--set", "network.value_hidden=8",
+               "--set", "gate.threads=1", "--set", "ladder.visits=8"]
+    nets = [tmp_path / "one.pt", tmp_path / "two.pt"]
+    for seed, net in enumerate(nets):
+        assert main(["init", "--out", str(net), "--seed", str(seed), *go_args]) == 0
+    seeds = [fresh_seed(net) for net in nets]
+    assert seeds[0] == int(file_sha256(nets[0])[:15], 16) and len(set(seeds)) == 2 and 0 not in seeds
+    assert openings(7, 5, 2, seeds[0]) not in (openings(7, 5, 2, 0), openings(7, 5, 2, seeds[1]))
+    out = tmp_path / "lad"
+    args = ["ladder", *go_args, "--model", str(nets[0]), "--opponents", "random", "--games", "2",
+            "--calibration-games", "0", "--seed", "fresh", "--out", str(out)]
+    assert main(args) == 0
+    assert f"fresh starts for one: seed {seeds[0]}" in capsys.readouterr().err
+    record = json.loads((out / "pairings" / "one--random--ladder.json").read_text())
+    assert (record["seed"], record["starts"]) == (seeds[0], "fresh")
+    pairing = out / "pairings" / "one--random--ladder.json"
+    written = pairing.stat().st_mtime_ns
+    assert main(args) == 0 and pairing.stat().st_mtime_ns == written  # played once: the run again reads it
+    with pytest.raises(SystemExit):
+        main(["ladder", *go_args, "--model", str(nets[0]), "--seed", "stale", "--out", str(out)])
+
+
 def test_a_go_pairing_records_each_games_margin_from_as_side(tmp_path):
     small = params_from_dict({"game": {"name": "go", "size": 5}, "network": {"size": "b1c8", "value_hidden": 8},
                               "gate": {"threads": 1}})

@@ -29,17 +29,22 @@ def repo(tmp_path):
     lineage = {"line": "go-9", "file": "go-9.pt", "sha256": SHA[2], "runs": runs,
                "champion": {"generation": 1, "line_generation": 3},
                "ladder": {"champion": "g3", "source": "docs/strength/go-9-g3-ladder", "matches": [
-                   {"b": "gnugo-l1", "wins": 15, "losses": 5, "draws": 0, "games": 20, "visits": 200},
-                   {"b": "mcts-500", "wins": 20, "losses": 0, "draws": 0, "games": 20, "visits": 200},
+                   {"b": "gnugo-l1", "wins": 15, "losses": 5, "draws": 0, "games": 20, "visits": 200,
+                    "label": "ladder", "opening_moves": 2, "seed": 0},
+                   {"b": "mcts-500", "wins": 20, "losses": 0, "draws": 0, "games": 20, "visits": 200,
+                    "label": "ladder", "opening_moves": 2, "seed": 2**59 + 7, "starts": "fresh"},
                    {"b": "random", "wins": 20, "losses": 0, "draws": 0, "games": 20, "visits": 200}]}}
     (tmp_path / "models" / "go-9.json").write_text(json.dumps(lineage))
     state = {**lineage, "sha256": SHA[3], "ladder": None,
              "runs": runs + [{"generations": [_generation(4, 1.0)]}]}
     (tmp_path / "campaigns" / "state" / "go-9.json").write_text(json.dumps(state))
     ladder = tmp_path / "docs" / "strength" / "go-9-g3-ladder"
+    starts = {"gnugo-l1": {"label": "ladder", "seed": 0}, "mcts-500": {"label": "ladder", "seed": 2**59 + 7,
+                                                                       "starts": "fresh"}}
     for b, wins in (("gnugo-l1", 15), ("mcts-500", 20), ("random", 20)):
         write_pairing(ladder, {"a": "g3", "b": b, "a_sha256": SHA[2], "wins": wins, "losses": 20 - wins, "draws": 0,
-                               "games": 20, "visits": 200, "komi": 7.5, "opening_moves": 2, "date": "2026-01-02"})
+                               "games": 20, "visits": 200, "komi": 7.5, "opening_moves": 2, "date": "2026-01-02",
+                               **starts.get(b, {})})
     write_pairing(ladder, {"a": "gnugo-l1", "b": "mcts-500", "wins": 9, "losses": 1, "draws": 0,
                            "label": "calibration"})
     (ladder / "README.md").write_text("# Generation 3 against fixed opponents (2026-01-02)\n")
@@ -76,6 +81,9 @@ def test_the_pages_are_written_between_their_markers_from_the_records(repo, caps
     # the compute of generations 1-3: 1.25 core-hours on a CPU, the GPU machine's generation in GPU-hours
     assert shipped[0][:2] == ["9x9 Go, generation 3 (`models/go-9.pt`)", "1.25 core-hours + 0.50 GPU-hours"]
     assert shipped[0][3] == "**15-5-0**" and "(docs/strength/go-9-g3-ladder/README.md)" in shipped[0][5]
+    # which starts each pairing played: the usual seed-0 ones, or fresh ones of the network's own
+    assert shipped[0][5].startswith("20 games, 200 visits, the usual starts; [record]")
+    assert shipped[1][5].startswith("20 games, 200 visits, fresh starts; [record]")
 
 
 def test_every_result_is_placed_in_its_lineage_newest_first(repo):
@@ -87,7 +95,9 @@ def test_every_result_is_placed_in_its_lineage_newest_first(repo):
     assert rows[0][6] == "2.25 core-hours + 0.50 GPU-hours"
     assert [r[2] for r in rows[1:]] == ["random moves", "pure MCTS, 500 rollouts", "GNU Go 3.8 level 1"]
     assert {r[0] for r in rows[1:]} == {"2026-01-02"} and "calibration" not in _generated(repo / "docs/strength.md")
-    assert rows[3][5] == "20 games, 200 visits, komi 7.5, 2 opening moves"
+    assert rows[3][5] == "20 games, 200 visits, komi 7.5, 2 opening moves, the usual starts"
+    assert rows[2][5] == "20 games, 200 visits, komi 7.5, 2 opening moves, fresh starts"
+    assert rows[1][5] == "20 games, 200 visits, komi 7.5, 2 opening moves"  # a record that names no seed
     assert rows[3][7] == "[go-9-g3-ladder](strength/go-9-g3-ladder/README.md)"
 
 

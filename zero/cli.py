@@ -71,6 +71,11 @@ def _seed(text: str) -> int:
     return n
 
 
+def _ladder_seed(text: str) -> int | str:
+    """argparse type: a seed, or `fresh` (starts of the network's own, zero.ladder.fresh_seed)."""
+    return "fresh" if text == "fresh" else _seed(text)
+
+
 def _player_name(text: str) -> str:
     """argparse type: a player's name for SGF files, 1-64 printable characters."""
     if not 1 <= len(text) <= 64 or not text.isprintable():
@@ -399,11 +404,14 @@ def cmd_ladder(args) -> int:
                     ladder.player_spec(spec, cfg.gnugo)
                 else:
                     _check_player(params, make_game(params.game), spec)
+            seed, extra = args.seed, None
+            if seed == "fresh":
+                seed, extra = ladder.fresh_seed(model), {"starts": "fresh"}
+                print(f"fresh starts for {name}: seed {seed}, from its network's sha256", file=sys.stderr)
             for i, (x, y) in enumerate(ladder.calibration_pairs(opponents) if args.calibration_games else ()):
                 key = f"{ladder.opponent_name(x)}--{ladder.opponent_name(y)}--calibration"
                 if not (out / "pairings" / f"{key}.json").is_file():
-                    _ladder_match(params, x, y, None, args.calibration_games, args.seed + 1000 + i, out, "calibration")
-            extra = None
+                    _ladder_match(params, x, y, None, args.calibration_games, seed + 1000 + i, out, "calibration")
             if args.seconds_per_move is not None:
                 if params.game.name != "go" or not 0 < args.seconds_per_move <= 600:
                     raise UsageError("--seconds-per-move takes 0 to 600 seconds, on Go")
@@ -412,9 +420,9 @@ def cmd_ladder(args) -> int:
                       f"({timed['visits_per_second']:.0f} a second, leaf batch {params.mcts.leaf_batch}, "
                       f"{params.gate.threads} threads)", file=sys.stderr)
                 params = params.model_copy(update={"ladder": cfg.model_copy(update={"visits": timed["visits"]})})
-                extra = {"time_per_move": timed, "leaf_batch": params.mcts.leaf_batch}
+                extra = {**(extra or {}), "time_per_move": timed, "leaf_batch": params.mcts.leaf_batch}
             for i, spec in enumerate(opponents if games else ()):
-                _ladder_match(params, model, spec, name, games, args.seed + i, out, "ladder", extra)
+                _ladder_match(params, model, spec, name, games, seed + i, out, "ladder", extra)
         fitted = ladder.fit_dir(out, anchor)
         png = ladder_plot.plot_dir(out, fitted, Path(args.png) if args.png else None)
         rows = ladder.table(fitted, pairings.read_pairings(out))
@@ -690,7 +698,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibration-games", type=_count(MAX_GAMES, least=0), default=None,
                    help="games between consecutive fixed opponents, played once per directory (0: none)")
     p.add_argument("--anchor", default=None, help="player=rating held fixed (default: ladder.anchor, gnugo:1=0)")
-    p.add_argument("--seed", type=_seed, default=0)
+    p.add_argument("--seed", type=_ladder_seed, default=0,
+                   help="the starts' seed (default 0: the usual starts); fresh: starts of this network's own, "
+                        "from its sha256, that no line selected on")
     p.add_argument("--plot", default=None, metavar="DIR", help="only fit and plot this ladder directory")
     p.add_argument("--png", default=None, help="where to draw the plot (default: DIR/elo.png)")
     p.add_argument("--seconds-per-move", type=float, default=None, metavar="S",

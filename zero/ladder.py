@@ -169,6 +169,15 @@ def calibration_pairs(opponents: list[str]) -> list[tuple[str, str]]:
     return list(zip(fixed, fixed[1:]))
 
 
+def fresh_seed(model: str | Path) -> int:
+    """The seed of a network's fresh starts (`zero ladder --seed fresh`): read from its file's sha256, so every
+    candidate meets openings of its own, none that a line selected its champions on (the usual starts are seed
+    0), and a ladder run again meets the same ones. 60 bits: seed + i for each opponent stays a seed."""
+    from zero.shards import file_sha256
+
+    return int(file_sha256(model)[:15], 16)
+
+
 def openings(size: int, pairs: int, moves: int, seed: int) -> list[list[int]]:
     """`pairs` distinct openings of `moves` random moves on the central points of a size x size board.
 
