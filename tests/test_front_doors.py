@@ -37,6 +37,9 @@ SLOW = ["game.height=7", "game.width=7", "pipeline.selfplay_shards=4", "selfplay
         "selfplay.visits=48", "selfplay.concurrent_games=24"]
 SLOW_TAG = "gomoku-7x7x4"
 SLOW_PARAMS = "params-slow.yaml"  # the same as a params file, for `make run PARAMS=...`
+# Ctrl-C's run on a line of its own too (7x7, five in a row): a generation the refused run's holder began would
+# be resumed with the shards it finished, and could complete before the Ctrl-C reaches it.
+CTRL_C_PARAMS = "params-slow-ctrl-c.yaml"
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
 
@@ -117,7 +120,8 @@ def clone(tmp_path_factory):
 
     from zero.config import load_params
 
-    (root / SLOW_PARAMS).write_text(yaml.safe_dump(load_params(REPO / SMOKE, SLOW).model_dump(mode="json")))
+    for name, settings in ((SLOW_PARAMS, SLOW), (CTRL_C_PARAMS, [*SLOW, "game.k=5"])):
+        (root / name).write_text(yaml.safe_dump(load_params(REPO / SMOKE, settings).model_dump(mode="json")))
     (base / "home").mkdir()
     c = Clone(root, base / "home", free_port(), free_port())
     proc = c.sh(f"make install PREFECT_PORT={c.prefect_port} MLFLOW_PORT={c.mlflow_port}", activate=False)
@@ -233,7 +237,7 @@ def test_a_refused_run_names_the_running_one_arrives_in_seconds_and_ends_cancell
 
 
 def test_ctrl_c_on_make_run_cancels_the_run_and_says_how_to_resume_it(clone):
-    make = subprocess.Popen(clone.argv(f"make run PARAMS={SLOW_PARAMS}", activate=False), stdout=subprocess.PIPE,
+    make = subprocess.Popen(clone.argv(f"make run PARAMS={CTRL_C_PARAMS}", activate=False), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     out = []
     try:
