@@ -619,6 +619,8 @@ def test_lz_analyze_format_and_errors(params, engine):
     assert gtp.position.moves == [40]  # analysing plays nothing
     for bad in ["lz-analyze b x", "lz-analyze b -5", "lz-analyze b 10 20", "lz-analyze interval"]:
         assert gtp.handle(bad).startswith("? "), bad
+    assert gtp.handle("lz-analyze b x") == "? interval (centiseconds) not an integer: 'x'\n\n"
+    assert gtp.handle("lz-analyze b -5") == "? interval (centiseconds) must be at least 0, got -5\n\n"
     assert gtp.handle("lz-analyze interval 50").startswith("=\ninfo move")
     listed = gtp.handle("list_commands")[2:].split()
     assert "lz-analyze" in listed and "kgs-genmove_cleanup" in listed

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Callable, Iterator
 
 from zero.gtp_board import GtpBoard
-from zero.gtp_protocol import GtpError, GtpServer, colour_arg
+from zero.gtp_protocol import GtpError, GtpServer, colour_arg, int_arg
 
 DEFAULT_ANALYZE_INTERVAL = 100  # centiseconds between lz-analyze lines when none is given
 
@@ -52,14 +52,7 @@ class AnalysisCommands:
                 raise GtpError(f"interval needs a number (usage: {usage})")
         if len(args) > 1:
             raise GtpError(f"wrong arguments (usage: {usage})")
-        interval = DEFAULT_ANALYZE_INTERVAL
-        if args:
-            try:
-                interval = int(args[0])
-            except ValueError:
-                raise GtpError(f"interval not an integer number of centiseconds: {args[0]!r}") from None
-            if interval < 0:
-                raise GtpError(f"interval must be at least 0, got {interval}")
+        interval = int_arg(args[0], "interval (centiseconds)", least=0) if args else DEFAULT_ANALYZE_INTERVAL
         if not (hasattr(self.engine, "think") and hasattr(self.engine, "candidates")):
             raise GtpError("this engine cannot analyse")
         extra, _ = self.board.turn_to(colour)

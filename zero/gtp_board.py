@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from zero.games.base import IllegalMove
-from zero.gtp_protocol import GtpError, colour_arg, nargs, no_args
+from zero.gtp_protocol import GtpError, colour_arg, int_arg, nargs, no_args
 from zero.sgf import SgfError, game_to_sgf, parse_sgf
 
 MIN_SIZE, MAX_SIZE = 5, 19
@@ -151,10 +151,7 @@ class GtpBoard:
     # --- commands ------------------------------------------------------------
     def cmd_boardsize(self, args: list[str]) -> str:
         nargs(args, 1, usage="boardsize SIZE")
-        try:
-            size = int(args[0])
-        except ValueError:
-            raise GtpError(f"boardsize not an integer: {args[0]!r}") from None
+        size = int_arg(args[0], "boardsize")
         self._check_size(size)
         self.size = size
         self.clear()
@@ -201,14 +198,7 @@ class GtpBoard:
 
     def cmd_loadsgf(self, args: list[str]) -> str:
         nargs(args, 1, 2, usage="loadsgf FILE [MOVE_NUMBER]")
-        number = None
-        if len(args) == 2:
-            try:
-                number = int(args[1])
-            except ValueError:
-                raise GtpError(f"move number not an integer: {args[1]!r}") from None
-            if number < 1:
-                raise GtpError(f"move number must be at least 1, got {number}")
+        number = int_arg(args[1], "move number", least=1) if len(args) == 2 else None
         text = read_sgf_file(args[0])
         try:
             record = parse_sgf(text)

@@ -52,6 +52,17 @@ def seconds_arg(text: str, what: str) -> float:
     return value
 
 
+def int_arg(text: str, what: str, least: int | None = None) -> int:
+    """An integer from GTP text (at least `least` where given), else GtpError naming it."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise GtpError(f"{what} not an integer: {text!r}") from None
+    if least is not None and value < least:
+        raise GtpError(f"{what} must be at least {least}, got {value}")
+    return value
+
+
 def count_arg(text: str, what: str) -> int:
     """A whole number of stones from GTP text, at least 0, else GtpError naming it."""
     try:
