@@ -237,8 +237,10 @@ def test_a_refused_run_names_the_running_one_arrives_in_seconds_and_ends_cancell
 
 
 def test_ctrl_c_on_make_run_cancels_the_run_and_says_how_to_resume_it(clone):
+    # as from a terminal: SIGINT at its default, though this test may run where it is ignored (a background job)
     make = subprocess.Popen(clone.argv(f"make run PARAMS={CTRL_C_PARAMS}", activate=False), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     out = []
     try:
         deadline = time.time() + 300
