@@ -83,6 +83,8 @@ def line_label(tag: str) -> str:
 def opponent_label(name: str) -> str:
     if m := re.fullmatch(r"gnugo-l(\d+)", name):
         return f"GNU Go 3.8 level {m[1]}"
+    if m := re.fullmatch(r"pachi-(\d+)", name):
+        return f"Pachi 12.90, {int(m[1]):,} playouts"
     if m := re.fullmatch(r"mcts-(\d+)", name):
         return f"pure MCTS, {int(m[1]):,} rollouts"
     return "random moves" if name == "random" else f"`{name}`"
@@ -335,10 +337,12 @@ def scale_text() -> str:
 
 
 def kept_opponents(matches: list[dict]) -> list[dict]:
-    """The outside opponents of a champion's ladder: every GNU Go level, and the strongest pure MCTS."""
+    """The outside opponents of a champion's ladder: every GNU Go level and Pachi strength, weakest first, and
+    the strongest pure MCTS."""
     gnugo = sorted((m for m in matches if m["b"].startswith("gnugo-l")), key=lambda m: int(m["b"][7:]))
+    pachi = sorted((m for m in matches if m["b"].startswith("pachi-")), key=lambda m: int(m["b"][6:]))
     mcts = sorted((m for m in matches if m["b"].startswith("mcts-")), key=lambda m: int(m["b"][5:]))
-    return gnugo + mcts[-1:]
+    return gnugo + pachi + mcts[-1:]
 
 
 def shipped_md(root: Path, page: Path) -> str:

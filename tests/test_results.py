@@ -33,7 +33,8 @@ def repo(tmp_path):
                     "label": "ladder", "opening_moves": 2, "seed": 0},
                    {"b": "mcts-500", "wins": 20, "losses": 0, "draws": 0, "games": 20, "visits": 200,
                     "label": "ladder", "opening_moves": 2, "seed": 2**59 + 7, "starts": "fresh"},
-                   {"b": "random", "wins": 20, "losses": 0, "draws": 0, "games": 20, "visits": 200}]}}
+                   {"b": "random", "wins": 20, "losses": 0, "draws": 0, "games": 20, "visits": 200},
+                   {"b": "pachi-5000", "wins": 8, "losses": 12, "draws": 0, "games": 20, "visits": 200}]}}
     (tmp_path / "models" / "go-9.json").write_text(json.dumps(lineage))
     state = {**lineage, "sha256": SHA[3], "ladder": None,
              "runs": runs + [{"generations": [_generation(4, 1.0)]}]}
@@ -76,14 +77,14 @@ def test_the_pages_are_written_between_their_markers_from_the_records(repo, caps
         assert "old table" not in text
     header, *shipped = _rows(repo / "README.md")
     assert len(header) <= 6
-    # every GNU Go level and the strongest pure MCTS; not random moves
-    assert [r[2] for r in shipped] == ["GNU Go 3.8 level 1", "pure MCTS, 500 rollouts"]
+    # every GNU Go level, every Pachi and the strongest pure MCTS; not random moves
+    assert [r[2] for r in shipped] == ["GNU Go 3.8 level 1", "Pachi 12.90, 5,000 playouts", "pure MCTS, 500 rollouts"]
     # the compute of generations 1-3: 1.25 core-hours on a CPU, the GPU machine's generation in GPU-hours
     assert shipped[0][:2] == ["9x9 Go, generation 3 (`models/go-9.pt`)", "1.25 core-hours + 0.50 GPU-hours"]
     assert shipped[0][3] == "**15-5-0**" and "(docs/strength/go-9-g3-ladder/README.md)" in shipped[0][5]
     # which starts each pairing played: the usual seed-0 ones, or fresh ones of the network's own
     assert shipped[0][5].startswith("20 games, 200 visits, the usual starts; [record]")
-    assert shipped[1][5].startswith("20 games, 200 visits, fresh starts; [record]")
+    assert shipped[2][5].startswith("20 games, 200 visits, fresh starts; [record]")
 
 
 def test_every_result_is_placed_in_its_lineage_newest_first(repo):
