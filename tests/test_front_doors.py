@@ -37,8 +37,8 @@ SLOW = ["game.height=7", "game.width=7", "pipeline.selfplay_shards=4", "selfplay
         "selfplay.visits=48", "selfplay.concurrent_games=24"]
 SLOW_TAG = "gomoku-7x7x4"
 SLOW_PARAMS = "params-slow.yaml"  # the same as a params file, for `make run PARAMS=...`
-# Ctrl-C's run on a line of its own too (7x7, five in a row): a generation the refused run's holder began would
-# be resumed with the shards it finished, and could complete before the Ctrl-C reaches it.
+# Ctrl-C's run on a line of its own too (7x7, five in a row): it starts a generation from nothing, never one the
+# refused run's holder began, whatever order the tests run in.
 CTRL_C_PARAMS = "params-slow-ctrl-c.yaml"
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
