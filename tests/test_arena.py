@@ -1,6 +1,7 @@
 """The arena: the one game loop behind self-play (one player on both sides) and matches (two players)."""
 
 import numpy as np
+import pytest
 
 from zero.arena import ArenaRules, Choice, MCTSPlayer, RandomPlayer, game_seed, play_arena
 from zero.config import SearchConfig
@@ -73,3 +74,19 @@ def test_a_player_below_the_threshold_resigns_unless_its_game_is_played_out():
             assert rec.resigned and rec.moves == [] and rec.result == -1  # black resigns before its first move
         assert rec.resign_value[0] == np.float32(-0.99)
     assert 0 < sum(r.no_resign for r in out.records) < 20
+
+
+def test_an_arena_given_game_indices_plays_those_games_with_their_colours_and_seeds():
+    game = GomokuGame(5, 5, 4)
+    ended = []
+    out = play_arena(game, RandomPlayer(1), RandomPlayer(2), num_games=99, seed=3, concurrent=2, rules=ArenaRules(),
+                     indices=[1, 4, 5], on_game=ended.append)
+    assert [r.index for r in out.records] == [1, 4, 5]
+    assert [r.seed for r in out.records] == [game_seed(3, i) for i in (1, 4, 5)]
+    assert sorted(r.index for r in ended) == [1, 4, 5] and all(r.result in (-1, 0, 1) for r in ended)
+    mine = [r.result * (1 if r.index % 2 == 0 else -1) for r in out.records]  # a is white in games 1 and 5
+    assert (out.wins, out.losses, out.draws) == (sum(m > 0 for m in mine), sum(m < 0 for m in mine),
+                                                 sum(m == 0 for m in mine))
+    assert play_arena(game, RandomPlayer(1), RandomPlayer(2), 4, 3, 2, ArenaRules(), indices=[]).records == []
+    with pytest.raises(ValueError, match="ascending"):
+        play_arena(game, RandomPlayer(1), RandomPlayer(2), 4, 3, 2, ArenaRules(), indices=[2, 2])

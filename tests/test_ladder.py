@@ -350,6 +350,60 @@ SMALL_GO = params_from_dict({"game": {"name": "go", "size": 5}, "network": {"siz
                              "gate": {"threads": 1}})
 
 
+class Interrupted(Exception):
+    pass
+
+
+def _interrupt_after(games: int):
+    def progress(done, total, moves):
+        if done >= games:
+            raise Interrupted(f"stopped after {done} of {total} games")
+    return progress
+
+
+def test_an_interrupted_pairing_resumes_with_the_games_it_finished(tmp_path):
+    key = "mcts-30--random--ladder"
+    partial = tmp_path / ".partial" / key
+    with pytest.raises(Interrupted):
+        play_pairing(SMALL_GO, "mcts:30", "random", 8, seed=4, visits=8, out_dir=tmp_path, concurrent=2,
+                     progress=_interrupt_after(3))
+    kept = {int(p.stem[1:]): json.loads(p.read_text()) for p in partial.glob("g*.json")}
+    assert len(kept) == 3 and not (tmp_path / "pairings").exists()  # no record of a pairing not yet played out
+    assert json.loads((partial / "settings.json").read_text())["seed"] == 4
+
+    calls = []
+    rec = play_pairing(SMALL_GO, "mcts:30", "random", 8, seed=4, visits=8, out_dir=tmp_path, concurrent=2,
+                       progress=lambda *args: calls.append(args))
+    assert calls[0] == (3, 8, 0) and calls[-1][:2] == (8, 8) and len(calls) == 1 + 5  # five games played now
+    assert rec["games"] == 8 and rec["games_resumed"] == 3 and rec["seconds"] >= max(g["seconds"] for g in kept.values())
+    games = read_collection(tmp_path / "sgf" / f"{key}.sgf.gz")
+    assert len(games) == 8
+    for index, game in kept.items():  # the games kept are the collection's, move for move and result
+        assert games[index].moves == game["moves"]
+        assert (games[index].result[0] == "B") == (game["result"] == 1)
+    a_won = [(g.result[0] == "B") == (i % 2 == 0) for i, g in enumerate(games)]
+    assert rec["wins"] == sum(a_won) and sum(m > 0 for m in rec["a_margins"]) == rec["wins"]
+    assert not (tmp_path / ".partial").exists()
+    assert read_pairings(tmp_path) == [rec]
+
+
+def test_the_kept_games_of_other_settings_are_not_resumed_and_a_broken_one_is_named(tmp_path):
+    key = "mcts-30--random--ladder"
+    with pytest.raises(Interrupted):
+        play_pairing(SMALL_GO, "mcts:30", "random", 8, seed=4, visits=8, out_dir=tmp_path, concurrent=2,
+                     progress=_interrupt_after(2))
+    rec = play_pairing(SMALL_GO, "mcts:30", "random", 4, seed=5, visits=8, out_dir=tmp_path, concurrent=2)
+    assert "games_resumed" not in rec and rec["seed"] == 5 and not (tmp_path / ".partial").exists()
+    with pytest.raises(Interrupted):
+        play_pairing(SMALL_GO, "mcts:30", "random", 8, seed=6, visits=8, out_dir=tmp_path, concurrent=2,
+                     progress=_interrupt_after(1))
+    broken = next((tmp_path / ".partial" / key).glob("g*.json"))
+    broken.write_text('{"index": 0, "mo')
+    with pytest.raises(LadderError, match=f"{broken.name}.*delete it to play that game again"):
+        play_pairing(SMALL_GO, "mcts:30", "random", 8, seed=6, visits=8, out_dir=tmp_path, concurrent=2)
+    assert read_pairings(tmp_path)[0]["seed"] == 5  # the recorded pairing is left as it was
+
+
 @pytest.fixture(scope="module")
 def two_ladders(tmp_path_factory):
     """Two players' ladders against the same opponent on the same starts (seed 4), and one on other starts."""

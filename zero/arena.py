@@ -304,7 +304,8 @@ def play_arena(game: Game, a, b, num_games: int, seed: int, concurrent: int, rul
                first_index: int = 0, openings: list[list[int]] | None = None,
                stop: Callable[[int, int, int], bool] | None = None,
                progress: Callable[[int, int, int], None] | None = None,
-               deadline: float | None = None) -> ArenaResult:
+               deadline: float | None = None, indices: list[int] | None = None,
+               on_game: Callable[[GameRecord], None] | None = None) -> ArenaResult:
     """Play `num_games` games between players a and b (the same object in self-play), `concurrent` at a time.
 
     Args:
@@ -318,9 +319,19 @@ def play_arena(game: Game, a, b, num_games: int, seed: int, concurrent: int, rul
             (positions: recorded positions with `rules.record`, else moves played).
         deadline: a time.perf_counter() value; past it, stop after the moves in progress
             and return the games as they stand (benchmarks).
+        indices: the indices of the games to play, ascending, in place of first_index ... first_index +
+            num_games - 1 (a match resumed with the games it had not finished); num_games is their count.
+        on_game: called with each game's record as it ends (a ladder keeps it, so an interrupted pairing
+            resumes with the games it finished).
     """
+    if indices is not None:
+        if any(b <= a for a, b in zip(indices, indices[1:])) or (indices and indices[0] < 0):
+            raise ValueError(f"game indices must be ascending and non-negative: {indices[:10]}")
+        num_games = len(indices)
+        if num_games == 0:
+            return ArenaResult(records=[])
     arena = _Arena(game, a, b, num_games, seed, max(1, min(concurrent, num_games)), rules, first_index,
-                   openings, stop, progress)
+                   openings, stop, progress, indices, on_game)
     try:
         for p in arena.players:
             p.start(game, arena.batch, arena.slots_n)
@@ -338,8 +349,10 @@ def play_arena(game: Game, a, b, num_games: int, seed: int, concurrent: int, rul
 class _Arena:
     """The state of one play_arena call: the game batch, the record of each slot, the score."""
 
-    def __init__(self, game, a, b, num_games, seed, slots_n, rules, first_index, openings, stop, progress):
+    def __init__(self, game, a, b, num_games, seed, slots_n, rules, first_index, openings, stop, progress,
+                 indices=None, on_game=None):
         self.game, self.a, self.b = game, a, b
+        self.indices, self.on_game = indices, on_game
         self.players = [a] if a is b else [a, b]
         self.num_games, self.seed, self.slots_n, self.rules = num_games, seed, slots_n, rules
         self.first_index, self.openings, self.stop, self.progress = first_index, openings, stop, progress
@@ -361,7 +374,8 @@ class _Arena:
         if len(self.out.records) >= self.num_games or self.decided():
             self.slot_rec[slot] = None
             return
-        index = self.first_index + len(self.out.records)
+        n = len(self.out.records)
+        index = self.indices[n] if self.indices is not None else self.first_index + n
         seed = game_seed(self.seed, index)
         rng = np.random.default_rng(seed)
         share = self.rules.playout_share
@@ -392,6 +406,8 @@ class _Arena:
         mine = int(rec.result) * int(self.a_color[slot])
         o.wins, o.losses, o.draws = o.wins + (mine > 0), o.losses + (mine < 0), o.draws + (mine == 0)
         self.positions += len(rec.planes) if self.rules.record else len(rec.moves)
+        if self.on_game is not None:
+            self.on_game(rec)
         self.start(slot)
         if self.progress is not None:
             self.progress(o.wins + o.losses + o.draws, self.num_games, self.positions)

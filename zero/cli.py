@@ -222,7 +222,8 @@ def _player_params(args, params, model: str | None, measured_visits: bool = True
 def _progress(total: int, label: str):
     """A rich progress bar on stderr (drawn only when stderr is a terminal) and a tick that advances it by one.
 
-    The tick takes and ignores the library's progress arguments (games_done, total, positions).
+    The tick takes the library's progress arguments (games_done, total, positions) and shows games_done (a
+    resumed ladder pairing starts from the games it carried over); called with none it advances by one.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -231,7 +232,7 @@ def _progress(total: int, label: str):
     bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    transient=False, disable=not sys.stderr.isatty(), console=Console(file=sys.stderr))
     task = bar.add_task(label, total=total)
-    return bar, (lambda *_: bar.advance(task))
+    return bar, (lambda *done: bar.update(task, completed=done[0]) if done else bar.advance(task))
 
 
 def cmd_init(args) -> int:

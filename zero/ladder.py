@@ -35,9 +35,10 @@ import numpy as np
 
 from zero.fileio import atomic_write_text
 from zero.games.base import central_points
-from zero.pairings import (LadderError, _played, pairing_sgf, read_pairings,  # noqa: F401 (LadderError: its API)
-                           write_pairing)
+from zero.pairings import (LadderError, PartialPairing, _played, pairing_sgf,  # noqa: F401 (LadderError: its API)
+                           read_pairings, write_pairing)
 from zero.ratings import DEFAULT_ANCHOR, Pairing, Rating, fit_ratings
+from zero.stats import MatchResult
 
 GNUGO_FLAGS = "--mode gtp --chinese-rules --positional-superko --capture-all-dead"
 GNUGO_MAX_LEVEL = 16  # GNU Go's default is 10; above it reads deeper and plays slower (9x9: about 3 s a move at 14,
@@ -243,6 +244,9 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     the networks searched with (`search`). A pairing already in the directory with the same players (and
     network files), games, seed, visits, openings, game, komi, search and `extra` is not played again:
     its record is returned, so an interrupted ladder resumes and a ladder run again adds only what is new.
+    Each game is kept as it ends (zero.pairings.PartialPairing), so a pairing interrupted mid-way plays
+    only the games it had not finished; `progress` then starts from the games carried over, and the
+    record's `seconds` adds up the attempts up to their last finished game (`games_resumed`: how many).
     """
     from zero.games import make_game
     from zero.arena import write_sgf_collection
@@ -269,26 +273,44 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     done = _played(out_dir, key, settings)
     if done is not None:
         return done
+    partial = PartialPairing(out_dir, key, settings)
+    earlier = partial.load()
     params = params_for_players(params, [player_spec(x, gnugo, pachi) for x in (a, b)])
     game = make_game(params.game)
     # Go: fixed central openings; Gomoku: the first moves are sampled from the players' own search.
     opens = openings(params.game.size, games // 2, opening_moves, seed) if params.game.name == "go" else None
-    pa = make_player(player_spec(a, gnugo, pachi), params, game, visits, seed)
-    pb = make_player(player_spec(b, gnugo, pachi), params, game, visits, seed + 1)
-    started = time.time()
-    out = run_match(game, pa, pb, games, seed, concurrent, 0 if opens else opening_moves, -1.0,
-                    openings=opens, progress=progress)
-    write_sgf_collection(out.records, params.game, pairing_sgf(out_dir, key), event="ladder match",
+    todo = sorted(set(range(games)) - {r.index for r in earlier})
+    started = time.time() - partial.seconds_before
+    if progress is not None:
+        progress(len(earlier), games, 0)
+    if todo:
+        pa = make_player(player_spec(a, gnugo, pachi), params, game, visits, seed)
+        pb = make_player(player_spec(b, gnugo, pachi), params, game, visits, seed + 1)
+        out = run_match(game, pa, pb, len(todo), seed, concurrent, 0 if opens else opening_moves, -1.0,
+                        openings=opens, indices=todo, on_game=lambda rec: partial.add(rec, time.time() - started),
+                        progress=None if progress is None else
+                        (lambda done, _, moves: progress(len(earlier) + done, games, moves)))
+        earlier += out.records
+    records = sorted(earlier, key=lambda r: r.index)
+    write_sgf_collection(records, params.game, pairing_sgf(out_dir, key), event="ladder match",
                          players=(a_name, b_name))
     record = {
         "a": a_name, "b": b_name, "label": label, **settings,
-        **out.result.to_dict(), **games_by_colour(out.records, params.game.name == "go"),
+        **_score(records).to_dict(), **games_by_colour(records, params.game.name == "go"),
         "rules": "tromp-taylor area, positional superko, refereed by zero",
         "seconds": round(time.time() - started, 1),
+        **({"games_resumed": games - len(todo)} if len(todo) < games else {}),
         "date": time.strftime("%Y-%m-%d"),
     }
     write_pairing(out_dir, record)
+    partial.close()
     return record
+
+
+def _score(records) -> MatchResult:
+    """Player a's wins, losses and draws over a pairing's games (a is black in the even-numbered ones)."""
+    mine = [r.result * (1 if r.index % 2 == 0 else -1) for r in records]
+    return MatchResult(wins=sum(m > 0 for m in mine), losses=sum(m < 0 for m in mine), draws=sum(m == 0 for m in mine))
 
 
 def games_by_colour(records, go: bool) -> dict:

@@ -140,7 +140,8 @@ class MatchGames:
 def run_match(game: Game, a, b, num_games: int, seed: int, concurrent: int = 64, opening_moves: int = 6,
               resign_threshold: float = -1.0, stop_early: tuple[int, float] | None = None,
               first_index: int = 0, openings: list[list[int]] | None = None, progress=None,
-              stop: Callable[[int, int, int], bool] | None = None, resign_min_move: int = 0) -> MatchGames:
+              stop: Callable[[int, int, int], bool] | None = None, resign_min_move: int = 0,
+              indices: list[int] | None = None, on_game=None) -> MatchGames:
     """Play `num_games` games between players a and b in the arena (zero.arena.play_arena).
 
     Args:
@@ -155,12 +156,13 @@ def run_match(game: Game, a, b, num_games: int, seed: int, concurrent: int = 64,
         stop: in place of stop_early, any rule stop(wins, losses, draws) -> bool checked
             before each new game (a gate played in parts: gate_stop over all parts' tallies).
         resign_min_move: no resignation before this move (selfplay.resign_min_move).
+        indices, on_game: play_arena's: only these games (a resumed match), and a call as each ends.
     """
     if stop is None and stop_early is not None:
         stop = functools.partial(gate_decided, *stop_early)
     rules = ArenaRules(sample_moves=opening_moves, resign_threshold=resign_threshold, resign_min_move=resign_min_move)
     out = play_arena(game, a, b, num_games, seed, concurrent, rules, first_index=first_index, openings=openings,
-                     stop=stop, progress=progress)
+                     stop=stop, progress=progress, indices=indices, on_game=on_game)
     return MatchGames(MatchResult(wins=out.wins, losses=out.losses, draws=out.draws), out.records)
 
 

@@ -3,6 +3,9 @@
     pairings/<a>--<b>--<label>.json   one match's result from a's view, with how it was played
     sgf/<a>--<b>--<label>.sgf.gz      its games, one gzip-compressed SGF collection (zero.sgf)
     players.json                      optional facts per player (generation, cumulative compute)
+    .partial/<a>--<b>--<label>/       a pairing still being played: settings.json and g<index>.json, each game
+                                      written as it ends, so an interrupted pairing resumes with the games it
+                                      finished; removed once the pairing is recorded
 
 zero.ladder plays the pairings and fits the ratings; zero.ladder_plot draws them. A directory written
 before the collections, with a folder of SGF files a pairing (sgf/<a>--<b>--<label>/), is turned into
@@ -12,6 +15,7 @@ this layout by `zero sgf pack DIR`.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from zero.fileio import atomic_write_text
@@ -41,6 +45,70 @@ def _played(out_dir: Path, key: str, settings: dict) -> dict | None:
         return None
     same = all(record.get(k) == v for k, v in json.loads(json.dumps(settings)).items())
     return record if same and games == settings["games"] else None
+
+
+PARTIAL = ".partial"  # a ladder dir's folder of pairings still being played
+
+
+class PartialPairing:
+    """The finished games of a pairing still being played, kept in <ladder dir>/.partial/<key>/.
+
+    settings.json holds the pairing's settings; each game that ends is written at once as g<index>.json
+    (atomically: its moves, result, score, seed and the pairing's seconds so far). `load()` gives the games an
+    earlier attempt with the same settings finished, so only the others are played again; the games of
+    other settings are not this pairing's and are removed. `close()` removes the folder once the pairing's
+    record and collection are written.
+    """
+
+    def __init__(self, ladder_dir: str | Path, key: str, settings: dict):
+        self.folder = Path(ladder_dir) / PARTIAL / key
+        self.settings = json.loads(json.dumps(settings))
+        self.seconds_before = 0.0  # the pairing's seconds in earlier attempts, up to their last game's end
+
+    def load(self) -> list:
+        """The games finished with these settings (zero.arena.GameRecord, by index); LadderError names a file
+        that cannot be read (delete it to play that game again)."""
+        from zero.arena import GameRecord
+
+        settings = self.folder / "settings.json"
+        try:
+            same = settings.is_file() and json.loads(settings.read_text()) == self.settings
+        except ValueError:
+            same = False
+        if not same:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(settings, json.dumps(self.settings, indent=1, sort_keys=True) + "\n")
+            return []
+        records, games = [], self.settings["games"]
+        for path in sorted(self.folder.glob("g*.json")):
+            try:
+                d = json.loads(path.read_text())
+                rec = GameRecord(index=int(d["index"]), seed=int(d["seed"]), no_resign=bool(d["no_resign"]),
+                                 moves=[int(m) for m in d["moves"]], result=int(d["result"]),
+                                 resigned=bool(d["resigned"]), score=float(d["score"]))
+                if path.name != f"g{rec.index:04d}.json" or not 0 <= rec.index < games or rec.result not in (-1, 0, 1):
+                    raise ValueError(f"game index {rec.index} or result {rec.result} out of range")
+                self.seconds_before = max(self.seconds_before, float(d["seconds"]))
+            except (ValueError, KeyError, TypeError) as e:
+                raise LadderError(f"{path}: not a finished game of pairing {self.folder.name} "
+                                  f"({type(e).__name__}: {e}); delete it to play that game again") from None
+            records.append(rec)
+        return records
+
+    def add(self, rec, seconds: float) -> None:
+        """Keep a game that ended, `seconds` into the pairing (earlier attempts included)."""
+        game = {"index": rec.index, "seed": rec.seed, "no_resign": rec.no_resign, "moves": list(map(int, rec.moves)),
+                "result": int(rec.result), "resigned": bool(rec.resigned), "score": float(rec.score),
+                "seconds": round(seconds, 1)}
+        atomic_write_text(self.folder / f"g{rec.index:04d}.json", json.dumps(game) + "\n")
+
+    def close(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+        try:
+            self.folder.parent.rmdir()  # .partial/ itself once no pairing is in progress
+        except OSError:
+            pass
 
 
 def _record_key(record: dict) -> str:
