@@ -67,13 +67,41 @@ def test_offline_install_refuses_an_archive_for_another_python_or_none(tmp_path)
     assert got.returncode == 2 and "wheels for CPython 2.7" in got.stderr and not (tmp_path / ".venv").exists()
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _scripts_of_the_base(venv: Path) -> None:
+    """The commands the archive's wheels would have put in .venv/bin (prefect, dvc, mlflow), for a base whose
+    packages are this venv's: here they come from the base, which brings no scripts into .venv."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="console_scripts"):
+        if ep.name in ("prefect", "dvc", "mlflow"):
+            module, _, attr = ep.value.partition(":")
+            script = venv / "bin" / ep.name
+            script.write_text(f"#!{venv / 'bin' / 'python'}\nimport sys\nfrom {module} import {attr.split('.')[0]}\n"
+                              f"sys.exit({attr}())\n")
+            script.chmod(0o755)
+
+
 @pytest.mark.slow
-def test_offline_install_builds_a_workspace_over_the_machines_packages(tmp_path):
-    """A copy of the repository installed from an archive with no index: the machine's packages (here this
-    venv's, as BASE_SITE) seen beneath .venv, the archive's wheels and zero in it, make's stamp written."""
+@pytest.mark.integration
+def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path):
+    """A copy of the repository without .git (as a GPU box gets it), installed from an archive with no index:
+    the machine's packages (here this venv's, as BASE_SITE) seen beneath .venv, the archive's wheels and zero
+    in it; then infra/gpu-line.sh starts the servers, runs a generation as a flow run and the next one by
+    flows.standalone in a copy, and writes their records and the MLflow store to OUT. About 4 minutes on a
+    shared core: the install compiles zero's kernels in the copy, and the servers start as on the GPU box."""
     work = tmp_path / "work"
-    shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".venv", ".git", "gens", ".prefect", "mlflow.db",
-                                                                "dvc-remote", "reproduce", ".pachi", ".offline"))
+    shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".venv", ".git", "gens", ".prefect", "mlflow.db*",
+                                                                "dvc-remote", "reproduce", ".pachi", ".offline", ".dvc",
+                                                                "__pycache__", "mlartifacts"))
+    shutil.copy(ROOT / "generations.yaml", work / "generations.yaml")
     probe = tmp_path / "probe"
     (probe / "zero_offline_probe").mkdir(parents=True)
     (probe / "zero_offline_probe" / "__init__.py").write_text("ANSWER = 42\n")
@@ -85,13 +113,29 @@ def test_offline_install_builds_a_workspace_over_the_machines_packages(tmp_path)
         for w in (tmp_path / "wheels").glob("*.whl"):
             tar.add(w, arcname=w.name)
     (tmp_path / "wheels.tar.xz.json").write_text(json.dumps({"python": "%d.%d" % sys.version_info[:2]}))
-    site = sysconfig.get_paths()["purelib"]
-    got = subprocess.run(["bash", "infra/offline-install.sh", str(archive)], cwd=work, capture_output=True, text=True,
-                         env={"PATH": "/usr/bin:/bin", "BASE_SITE": site, "PYTHON": sys.executable, "HOME": str(tmp_path)})
-    assert got.returncode == 0, got.stderr[-2000:]
-    assert "1 wheels" in got.stdout and (work / ".venv" / ".zero-installed").is_file()
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path), "PYTHON": sys.executable,
+           "BASE_SITE": sysconfig.get_paths()["purelib"], "ZERO_OFFLINE_ARCHIVE": str(archive),
+           "PREFECT_PORT": str(_free_port()), "MLFLOW_PORT": str(_free_port()), "ZERO_GPU_LINE_SECONDS": "900"}
+    out = tmp_path / "out"
+    installed = subprocess.run(["bash", "infra/offline-install.sh", str(archive)], cwd=work, capture_output=True,
+                               text=True, env=env)
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    assert "1 wheels" in installed.stdout and (work / ".venv" / ".zero-installed").is_file()
+    _scripts_of_the_base(work / ".venv")
+    got = subprocess.run(["bash", "infra/gpu-line.sh", str(out), "params-smoke.yaml", "1"], cwd=work,
+                         capture_output=True, text=True, env=env, timeout=1200)
+    log = (out / "log.txt").read_text() if (out / "log.txt").is_file() else ""
+    assert got.returncode == 0, got.stdout[-2000:] + got.stderr[-2000:] + log[-3000:]
+    run = (out / "run.txt").read_text()
+    for step in ("check", "up", "flow-1", "standalone"):
+        assert f"{step}: rc 0," in run, run + log[-3000:]
     check = subprocess.run([str(work / ".venv" / "bin" / "python"), "-c",
-                            "import zero, zero_offline_probe, prefect, mlflow; print(zero.__file__, zero_offline_probe.ANSWER)"],
+                            "import zero, zero_offline_probe; print(zero.__file__, zero_offline_probe.ANSWER)"],
                            capture_output=True, text=True, cwd=tmp_path)
-    assert check.returncode == 0, check.stderr[-2000:]
-    assert check.stdout.split() == [str(work / "zero" / "__init__.py"), "42"]
+    assert check.stdout.split() == [str(work / "zero" / "__init__.py"), "42"], check.stderr[-2000:]
+    records = json.loads((out / "generations.json").read_text())
+    assert [(r["kind"], r["record"]["generation"]) for r in records] == [("flow", 1), ("standalone", 2)]
+    flow = records[0]["record"]
+    assert flow["git_commit"] == "none" and flow["remote"]["pushed"] and flow["mlflow_run_id"]
+    assert records[1]["record"]["games"] > 0
+    assert (out / "mlflow.db.xz").stat().st_size > 0 and "zero-generation" in (out / "flow.log").read_text()

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# GPU generations through the pipeline on one GPU machine, sized to end within 10 minutes: the workspace
+# installed (from the offline archive where the machine reaches no package index), the servers started, then
+# generations of PARAMS as flow runs of zero-generation (`python -m flows.serve run`, what `make run` runs:
+# self-play shards fanned out over processes that share the GPU, training, the gate, the registry), then one
+# generation of the same params by flows.standalone in a copy of the workspace, for the flow's overhead.
+# nvidia-smi's utilisation is sampled twice a second throughout. A generation or the standalone one that would
+# end past ZERO_GPU_LINE_SECONDS (560) is not started; PREFECT_PORT and MLFLOW_PORT choose the workspace's ports
+# (4200, 5000). From the repository root:
+#   bash infra/gpu-line.sh OUT [PARAMS] [FLOW_GENERATIONS]      (defaults: params-gpu.yaml, 2)
+# OUT gets at most eight files: run.txt (the machine, each step's time), log.txt (every step's output),
+# smi.csv, generations.json (each flow generation's record, then the standalone one's), flow.log (the serve
+# process's log), mlflow.db.xz (the MLflow store, for the UI elsewhere).
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+out=${1:?usage: infra/gpu-line.sh OUT [PARAMS] [FLOW_GENERATIONS]}
+params=${2:-params-gpu.yaml}
+flow_generations=${3:-2}
+archive=${ZERO_OFFLINE_ARCHIVE:-.offline/wheels-py312.tar.xz}
+budget=${ZERO_GPU_LINE_SECONDS:-560}  # the whole script's seconds: a step that would end past them is not started
+last=0
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+step() {  # step NAME LIMIT_S COMMAND...: its output to log.txt, its time to run.txt
+    local name=$1 limit=$2; shift 2
+    local t0=$SECONDS
+    echo "== $name: $*" >> "$out/log.txt"
+    timeout "$limit" "$@" >> "$out/log.txt" 2>&1
+    local rc=$?
+    echo "$name: rc $rc, $((SECONDS - t0)) s" | tee -a "$out/run.txt"
+    return $rc
+}
+{
+    date -u +%FT%TZ
+    command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    echo "cores: $(nproc)"
+} >> "$out/run.txt" 2>&1
+
+if [ ! -x .venv/bin/python ]; then
+    if [ -f "$archive" ]; then
+        step install 240 bash infra/offline-install.sh "$archive" || exit 1
+    else
+        step install 400 make install || exit 1
+    fi
+fi
+.venv/bin/python -m flows.serve --port "${PREFECT_PORT:-4200}" activate --venv .venv --mlflow-port "${MLFLOW_PORT:-5000}" \
+    >> "$out/log.txt" 2>&1
+. .venv/bin/activate
+python -c "import sys, torch, numba; print(sys.version.split()[0], torch.__version__, torch.version.cuda, numba.__version__)" \
+    >> "$out/run.txt" 2>&1
+if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv -lms 500 > "$out/smi.csv" &
+    smi=$!
+    trap 'kill $smi 2>/dev/null' EXIT
+fi
+step check 60 python -m flows.serve check --line-free "$params" || exit 1
+step up 120 python -m flows.serve up || exit 1
+for i in $(seq "$flow_generations"); do  # another only while the last one's time still fits before the budget
+    if [ "$i" -gt 1 ] && [ $((SECONDS + last)) -gt $((budget - 60)) ]; then
+        echo "flow generation $i: skipped, $SECONDS s of $budget gone" >> "$out/run.txt"; break
+    fi
+    echo "flow generation $i: $(date -u +%T)" >> "$out/run.txt"
+    t0=$SECONDS
+    step "flow-$i" 300 python -m flows.serve run "$params" || break
+    last=$((SECONDS - t0))
+done
+cp .prefect/serve.log "$out/flow.log" 2>/dev/null
+# the same params in a copy of the workspace without the servers: the generation after the flow's last
+copy=$(mktemp -d)
+tar -c --exclude=./.venv --exclude=./.prefect --exclude=./.git --exclude=./mlflow.db . | tar -x -C "$copy"
+echo "standalone: $(date -u +%T)" >> "$out/run.txt"
+left=$((budget - SECONDS - 20))
+if [ "$left" -gt 30 ]; then
+    (cd "$copy" && step standalone "$left" "$OLDPWD/.venv/bin/python" -m flows.standalone run "$params" --generations 1)
+else
+    echo "standalone: skipped, $SECONDS s of $budget gone" >> "$out/run.txt"
+fi
+python - "$out/generations.json" "$copy" <<'EOF'
+import json, sys
+from pathlib import Path
+records = []
+for root, kind in ((Path("."), "flow"), (Path(sys.argv[2]), "standalone")):
+    for path in sorted(root.glob("gens/*/g*/generation.json" if kind == "flow" else "gens/*/g*/standalone.json")):
+        rec = json.loads(path.read_text())
+        if kind == "standalone" or rec.get("generation", 0) > 0:
+            records.append({"kind": kind, "path": str(path.relative_to(root)), "record": rec})
+Path(sys.argv[1]).write_text(json.dumps(records, indent=1) + "\n")
+print(f"{len(records)} generation records")
+EOF
+python -m flows.serve down >> "$out/log.txt" 2>&1
+xz -c mlflow.db > "$out/mlflow.db.xz" 2>/dev/null
+date -u +%FT%TZ >> "$out/run.txt"
