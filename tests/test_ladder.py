@@ -387,6 +387,26 @@ def test_an_interrupted_pairing_resumes_with_the_games_it_finished(tmp_path):
     assert read_pairings(tmp_path) == [rec]
 
 
+def test_a_pairing_of_fewer_games_is_recorded_from_a_longer_ones_kept_games_which_goes_on_later(tmp_path):
+    key = "mcts-30--random--ladder"
+    partial = tmp_path / ".partial" / key
+    with pytest.raises(Interrupted):
+        play_pairing(SMALL_GO, "mcts:30", "random", 12, seed=4, visits=8, out_dir=tmp_path, concurrent=2,
+                     progress=_interrupt_after(7))
+    kept = {int(p.stem[1:]): json.loads(p.read_text()) for p in partial.glob("g*.json")}
+    assert len(kept) == 7 and max(kept) >= 6
+    short = play_pairing(SMALL_GO, "mcts:30", "random", 6, seed=4, visits=8, out_dir=tmp_path, concurrent=2)
+    assert short["games"] == 6 and short["games_resumed"] == len([i for i in kept if i < 6])
+    games = read_collection(tmp_path / "sgf" / f"{key}.sgf.gz")
+    assert [g.moves for g in games[:6]] == [kept[i]["moves"] if i in kept else games[i].moves for i in range(6)]
+    assert partial.is_dir() and json.loads((partial / "settings.json").read_text())["games"] == 12  # games 6+ kept
+    full = play_pairing(SMALL_GO, "mcts:30", "random", 12, seed=4, visits=8, out_dir=tmp_path, concurrent=2)
+    assert full["games"] == 12 and full["games_resumed"] >= 7 and not (tmp_path / ".partial").exists()
+    games = read_collection(tmp_path / "sgf" / f"{key}.sgf.gz")
+    assert all(games[i].moves == game["moves"] for i, game in kept.items())  # the kept games, not played again
+    assert read_pairings(tmp_path) == [full]
+
+
 def test_the_kept_games_of_other_settings_are_not_resumed_and_a_broken_one_is_named(tmp_path):
     key = "mcts-30--random--ladder"
     with pytest.raises(Interrupted):

@@ -55,45 +55,53 @@ class PartialPairing:
 
     settings.json holds the pairing's settings; each game that ends is written at once as g<index>.json
     (atomically: its moves, result, score, seed and the pairing's seconds so far). `load()` gives the games an
-    earlier attempt with the same settings finished, so only the others are played again; the games of
-    other settings are not this pairing's and are removed. `close()` removes the folder once the pairing's
-    record and collection are written.
+    earlier attempt finished, so only the others are played again. Game i of a pairing is the same game
+    whatever the pairing's length (its opening, colours and seed follow i), so an attempt of another number
+    of games but the same other settings lends its games below this pairing's count: a 200-game pairing
+    stopped at game 150 is recorded as 140 games from them, and goes on to 200 later. The games of other
+    settings are not this pairing's and are removed. `close()` removes the folder once the pairing's record
+    and collection are written, unless it holds games beyond this pairing's count.
     """
 
     def __init__(self, ladder_dir: str | Path, key: str, settings: dict):
         self.folder = Path(ladder_dir) / PARTIAL / key
         self.settings = json.loads(json.dumps(settings))
+        self.games = self.settings["games"]
         self.seconds_before = 0.0  # the pairing's seconds in earlier attempts, up to their last game's end
 
     def load(self) -> list:
-        """The games finished with these settings (zero.arena.GameRecord, by index); LadderError names a file
-        that cannot be read (delete it to play that game again)."""
+        """The games finished with these settings (zero.arena.GameRecord, by index, those below this pairing's
+        count); LadderError names a file that cannot be read (delete it to play that game again)."""
         from zero.arena import GameRecord
 
         settings = self.folder / "settings.json"
         try:
-            same = settings.is_file() and json.loads(settings.read_text()) == self.settings
+            kept = json.loads(settings.read_text()) if settings.is_file() else None
         except ValueError:
-            same = False
-        if not same:
+            kept = None
+        if not isinstance(kept, dict) or {k: v for k, v in kept.items() if k != "games"} != {
+                k: v for k, v in self.settings.items() if k != "games"} or not isinstance(kept.get("games"), int):
             shutil.rmtree(self.folder, ignore_errors=True)
-            self.folder.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(settings, json.dumps(self.settings, indent=1, sort_keys=True) + "\n")
-            return []
-        records, games = [], self.settings["games"]
+            kept = self.settings
+        self.folder.mkdir(parents=True, exist_ok=True)
+        most = max(kept["games"], self.games)
+        atomic_write_text(settings, json.dumps({**self.settings, "games": most}, indent=1, sort_keys=True) + "\n")
+        records = []
         for path in sorted(self.folder.glob("g*.json")):
             try:
                 d = json.loads(path.read_text())
                 rec = GameRecord(index=int(d["index"]), seed=int(d["seed"]), no_resign=bool(d["no_resign"]),
                                  moves=[int(m) for m in d["moves"]], result=int(d["result"]),
                                  resigned=bool(d["resigned"]), score=float(d["score"]))
-                if path.name != f"g{rec.index:04d}.json" or not 0 <= rec.index < games or rec.result not in (-1, 0, 1):
+                if path.name != f"g{rec.index:04d}.json" or not 0 <= rec.index < most or rec.result not in (-1, 0, 1):
                     raise ValueError(f"game index {rec.index} or result {rec.result} out of range")
-                self.seconds_before = max(self.seconds_before, float(d["seconds"]))
+                seconds = float(d["seconds"])
             except (ValueError, KeyError, TypeError) as e:
                 raise LadderError(f"{path}: not a finished game of pairing {self.folder.name} "
                                   f"({type(e).__name__}: {e}); delete it to play that game again") from None
-            records.append(rec)
+            if rec.index < self.games:
+                records.append(rec)
+                self.seconds_before = max(self.seconds_before, seconds)
         return records
 
     def add(self, rec, seconds: float) -> None:
@@ -104,6 +112,9 @@ class PartialPairing:
         atomic_write_text(self.folder / f"g{rec.index:04d}.json", json.dumps(game) + "\n")
 
     def close(self) -> None:
+        """Remove the folder, unless it keeps games beyond this pairing's count for a longer one."""
+        if any(int(p.stem[1:]) >= self.games for p in self.folder.glob("g*.json") if p.stem[1:].isdigit()):
+            return
         shutil.rmtree(self.folder, ignore_errors=True)
         try:
             self.folder.parent.rmdir()  # .partial/ itself once no pairing is in progress
