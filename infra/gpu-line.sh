@@ -36,6 +36,7 @@ step() {  # step NAME LIMIT_S COMMAND...: its output to log.txt, its time to run
     echo "cores: $(nproc)"
 } >> "$out/run.txt" 2>&1
 
+command -v git >/dev/null || { echo "gpu-line: git is needed (the workspace is a git repository for DVC)" | tee -a "$out/run.txt"; exit 1; }
 if [ ! -x .venv/bin/python ]; then
     if [ -f "$archive" ]; then
         step install 240 bash infra/offline-install.sh "$archive" || exit 1
@@ -88,5 +89,6 @@ Path(sys.argv[1]).write_text(json.dumps(records, indent=1) + "\n")
 print(f"{len(records)} generation records")
 EOF
 python -m flows.serve down >> "$out/log.txt" 2>&1
-xz -c mlflow.db > "$out/mlflow.db.xz" 2>/dev/null
+python -c 'import lzma, sys; open(sys.argv[1], "wb").write(lzma.compress(open("mlflow.db", "rb").read()))' \
+    "$out/mlflow.db.xz" 2>> "$out/log.txt"
 date -u +%FT%TZ >> "$out/run.txt"
