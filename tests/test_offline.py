@@ -98,10 +98,11 @@ def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path)
     flows.standalone in a copy, and writes their records and the MLflow store to OUT. About 4 minutes on a
     shared core: the install compiles zero's kernels in the copy, and the servers start as on the GPU box."""
     work = tmp_path / "work"
-    shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".venv", ".git", "gens", ".prefect", "mlflow.db*",
-                                                                "dvc-remote", "reproduce", ".pachi", ".offline", ".dvc",
-                                                                "__pycache__", "mlartifacts"))
-    shutil.copy(ROOT / "generations.yaml", work / "generations.yaml")
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True)
+    for name in tracked.stdout.split("\0"):  # the files a GPU box gets: the tracked tree, no .git
+        if name and (ROOT / name).is_file():
+            (work / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, work / name)
     probe = tmp_path / "probe"
     (probe / "zero_offline_probe").mkdir(parents=True)
     (probe / "zero_offline_probe" / "__init__.py").write_text("ANSWER = 42\n")
