@@ -361,13 +361,19 @@ def _interrupt_after(games: int):
     return progress
 
 
+def _interrupted(out_dir, games: int, after: int, seed: int = 4) -> dict:
+    """A pairing of mcts:30 against random stopped after `after` games: its kept games by index."""
+    with pytest.raises(Interrupted):
+        play_pairing(SMALL_GO, "mcts:30", "random", games, seed=seed, visits=8, out_dir=out_dir, concurrent=2,
+                     progress=_interrupt_after(after))
+    partial = out_dir / ".partial" / "mcts-30--random--ladder"
+    return {int(p.stem[1:]): json.loads(p.read_text()) for p in partial.glob("g*.json")}
+
+
 def test_an_interrupted_pairing_resumes_with_the_games_it_finished(tmp_path):
     key = "mcts-30--random--ladder"
     partial = tmp_path / ".partial" / key
-    with pytest.raises(Interrupted):
-        play_pairing(SMALL_GO, "mcts:30", "random", 8, seed=4, visits=8, out_dir=tmp_path, concurrent=2,
-                     progress=_interrupt_after(3))
-    kept = {int(p.stem[1:]): json.loads(p.read_text()) for p in partial.glob("g*.json")}
+    kept = _interrupted(tmp_path, 8, 3)
     assert len(kept) == 3 and not (tmp_path / "pairings").exists()  # no record of a pairing not yet played out
     assert json.loads((partial / "settings.json").read_text())["seed"] == 4
 
@@ -390,10 +396,7 @@ def test_an_interrupted_pairing_resumes_with_the_games_it_finished(tmp_path):
 def test_a_pairing_of_fewer_games_is_recorded_from_a_longer_ones_kept_games_which_goes_on_later(tmp_path):
     key = "mcts-30--random--ladder"
     partial = tmp_path / ".partial" / key
-    with pytest.raises(Interrupted):
-        play_pairing(SMALL_GO, "mcts:30", "random", 12, seed=4, visits=8, out_dir=tmp_path, concurrent=2,
-                     progress=_interrupt_after(7))
-    kept = {int(p.stem[1:]): json.loads(p.read_text()) for p in partial.glob("g*.json")}
+    kept = _interrupted(tmp_path, 12, 7)
     assert len(kept) == 7 and max(kept) >= 6
     short = play_pairing(SMALL_GO, "mcts:30", "random", 6, seed=4, visits=8, out_dir=tmp_path, concurrent=2)
     assert short["games"] == 6 and short["games_resumed"] == len([i for i in kept if i < 6])
