@@ -22,12 +22,18 @@ done
 t0=$SECONDS
 $py -m venv --system-site-packages --without-pip .venv
 site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-[ -n "${BASE_SITE:-}" ] && echo "$BASE_SITE" > "$site/zero-base-site.pth"
+# where $py is itself a venv's interpreter (a CUDA image's /opt/torch/.venv), --system-site-packages reaches only
+# its base Python's folders: that venv's site-packages are added by the .pth file too, after .venv's own
+$py -c 'import site, sys; sys.prefix != sys.base_prefix and print("\n".join(site.getsitepackages()))' \
+    > "$site/zero-base-site.pth"
+[ -n "${BASE_SITE:-}" ] && echo "$BASE_SITE" >> "$site/zero-base-site.pth"
 wheels=$(mktemp -d)
 trap 'rm -rf "$wheels"' EXIT
 tar -xJf "$archive" -C "$wheels"
 .venv/bin/python -m pip install --quiet --no-index --no-deps --no-compile --disable-pip-version-check "$wheels"/*.whl
 .venv/bin/python -m pip install --quiet --no-index --no-deps --no-build-isolation --disable-pip-version-check -e .
+.venv/bin/python -c 'import torch, numba, yaml' \
+    || { echo "offline-install: .venv does not see the machine's packages (torch, numba, pyyaml)" >&2; exit 2; }
 .venv/bin/zero warmup >/dev/null
 touch .venv/.zero-installed  # make install's stamp: the Makefile's targets take this .venv as installed
 echo "offline-install: .venv with $(ls "$wheels" | wc -l) wheels from $archive and zero, in $((SECONDS - t0)) s"
