@@ -32,6 +32,8 @@ trap 'rm -rf "$wheels"' EXIT
 tar -xJf "$archive" -C "$wheels"
 .venv/bin/python -m pip install --quiet --no-index --no-deps --no-compile --disable-pip-version-check "$wheels"/*.whl
 .venv/bin/python -m pip install --quiet --no-index --no-deps --no-build-isolation --disable-pip-version-check -e .
+# sgfmill's sources warn of an escape sequence as Python 3.12 compiles them: compiled once here, quietly, not in each process
+.venv/bin/python -W ignore::SyntaxWarning -m compileall -q "$site/sgfmill" >/dev/null
 .venv/bin/python -c 'import torch, numba, yaml' \
     || { echo "offline-install: .venv does not see the machine's packages (torch, numba, pyyaml)" >&2; exit 2; }
 .venv/bin/zero warmup >/dev/null
