@@ -12,8 +12,11 @@ played twice. One run at a time may work on a game line; a second is refused.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import contextvars
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
@@ -115,7 +118,8 @@ PUSH_RETRY_DELAYS_S = [10, 60, 300]
 @task(name="dvc-push", cache_policy=NO_CACHE, retries=len(PUSH_RETRY_DELAYS_S), retry_delay_seconds=PUSH_RETRY_DELAYS_S)
 def push_task(root: str, stage_names: list[str]) -> dict:
     """`dvc push` of the stages' outputs to the default remote; the remote ({"name", "url"}). A failure is
-    lineage.PushError, naming the remote, the stages and dvc's message. Called in the flow's process."""
+    lineage.PushError, naming the remote, the stages and dvc's message. Run in the flow's process (a thread of it
+    for the early pushes), where the workspace is."""
     return lineage.push(root, stage_names)
 
 
@@ -204,8 +208,8 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
 
         champ = resolve_champion(tracker, gen, params, facts)
         selfplay, actors = run_selfplay(gen, params, champ["sha256"])
-        data = record_dataset(gen)
-        run_id, trained = run_train(tracker, gen, params, facts, champ, selfplay, data)
+        data, pushed = record_dataset(gen)
+        run_id, trained = run_train(tracker, gen, params, facts, champ, selfplay, data, pushed)
         gate = run_gate(tracker, gen, params, champ, run_id, trained["sha256"])
         promoted = promote(tracker, gen, facts, run_id, trained["sha256"], gate, data)
 
@@ -296,7 +300,7 @@ def _generation_zero(tracker, gen0: Generation, params, facts):
     init = init_task(str(gen0.root), gen0.rel, params.digest())
     stage = gen0.stage("init")
     lineage.commit(gen0.root, [stage])
-    early_push(gen0, [stage])
+    early_push(gen0, [stage])()
     version = register_initial(tracker, gen0, params, init, facts, lineage.lock_sha256(gen0.root))
     get_run_logger().info("generation 0: registered %s version %s as the first champion", tracker.model,
                           version.version)
@@ -344,18 +348,19 @@ def run_selfplay(gen: Generation, params, champion_sha: str) -> tuple[list[dict]
     return results, reports
 
 
-def record_dataset(gen: Generation) -> dict:
-    """Write the window, record self-play and dataset in dvc.lock, push them; the data hashes."""
+def record_dataset(gen: Generation) -> tuple[dict, Callable[[], None]]:
+    """Write the window, record self-play and dataset in dvc.lock and start pushing them; the data hashes,
+    and the call that waits for the push (training runs meanwhile)."""
     window = stages.dataset(gen)
     names = [gen.stage("selfplay"), gen.stage("dataset")]
     lineage.commit(gen.root, names)
-    early_push(gen, names)
-    return lineage.window_facts(gen, window)
+    return lineage.window_facts(gen, window), early_push(gen, names)
 
 
 def run_train(tracker, gen: Generation, params, facts, champ: dict, selfplay: list[dict],
-              data: dict) -> tuple[str, dict]:
-    """Open the generation's MLflow run and train the candidate in it; (run id, training summary)."""
+              data: dict, pushed: Callable[[], None] = lambda: None) -> tuple[str, dict]:
+    """Open the generation's MLflow run and train the candidate in it; (run id, training summary). `pushed`
+    waits for the data's push before the candidate is recorded in dvc.lock (one dvc at a time in the repo)."""
     from flows.tracking import log_candidate, open_generation_run
 
     run_id, resumed = open_generation_run(tracker, gen, params, facts, champ, data, selfplay)
@@ -365,6 +370,7 @@ def run_train(tracker, gen: Generation, params, facts, champ: dict, selfplay: li
     if not gen.candidate.is_file() or stages.file_sha256(gen.candidate) != summary["sha256"]:
         with _resources(params.pipeline.num_gpus):
             summary = _reused(train_task.with_options(refresh_cache=True).submit(*args))
+    pushed()
     lineage.commit(gen.root, [gen.stage("train")])
     log_candidate(tracker, run_id, gen, summary)
     get_run_logger().info("train: candidate %s (sha256 %s), MLflow run %s%s", gen.candidate.name,
@@ -418,13 +424,22 @@ def promote(tracker, gen: Generation, facts, run_id: str, candidate_sha: str, ga
     }
 
 
-def early_push(gen: Generation, names: list[str]) -> None:
-    """Push stages' outputs as soon as they are recorded, once: a refusal is logged, and the generation's last
-    push (publish), which is retried, takes them too."""
-    try:
-        push_task.with_options(retries=0)(str(gen.root), names)
-    except lineage.PushError as e:
-        get_run_logger().warning("%s; pushed again at the end of generation %d", e, gen.g)
+def early_push(gen: Generation, names: list[str]) -> Callable[[], None]:
+    """Push stages' outputs as soon as they are recorded, once, in a thread of the flow's process while the
+    generation goes on (on a Ray cluster too: the workspace is this machine's); the call it returns waits for
+    the push. A refusal is logged, and the generation's last push (publish), which is retried, takes them too."""
+    pushing = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dvc-push")
+    # the task run in the flow run's context, as Prefect's own thread runner submits one
+    future = pushing.submit(contextvars.copy_context().run, push_task.with_options(retries=0), str(gen.root), names)
+    pushing.shutdown(wait=False)
+
+    def settle() -> None:
+        try:
+            future.result()
+        except lineage.PushError as e:
+            get_run_logger().warning("%s; pushed again at the end of generation %d", e, gen.g)
+
+    return settle
 
 
 def publish(gen: Generation, record: dict) -> dict:

@@ -290,3 +290,23 @@ def test_the_whole_run_is_re_created_from_generation_0_and_a_bad_input_is_refuse
     with pytest.raises(LineError, match="champion-before.pt: not the network the generation started from"):
         reproduce.reproduce(models, TAG, tmp_path / "bad", say=said.append)
     assert not (tmp_path / "bad").exists()  # refused before anything was written
+
+
+def test_the_data_is_pushed_by_a_task_run_of_the_generation_started_before_its_training(two_generations):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterFlowRunId
+
+    root, records = two_generations
+    with get_client(sync_client=True) as client:
+        for rec in records:
+            runs = client.read_task_runs(
+                task_run_filter=TaskRunFilter(flow_run_id=TaskRunFilterFlowRunId(any_=[rec["flow_run_id"]])))
+            pushes = sorted((t for t in runs if t.name.startswith("dvc-push")), key=lambda t: t.start_time)
+            train = next(t for t in runs if t.name.startswith("train"))
+            promote = next(t for t in runs if t.name.startswith("promote"))
+            # generation 1 also pushes generation 0's network; then the data, then everything at the end
+            assert len(pushes) == (3 if rec["generation"] == 1 else 2), [t.name for t in runs]
+            assert all(t.state.is_completed() for t in pushes)
+            data_push, last_push = pushes[-2], pushes[-1]
+            assert data_push.start_time <= train.start_time  # started first; training does not wait for it
+            assert last_push.start_time >= promote.end_time
