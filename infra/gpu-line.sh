@@ -2,20 +2,24 @@
 # GPU generations through the pipeline on one GPU machine, sized to end within 10 minutes: the workspace
 # installed (from the offline archive where the machine reaches no package index), the servers started, then
 # generations of PARAMS as flow runs of zero-generation (`python -m flows.serve run`, what `make run` runs:
-# self-play shards fanned out over processes that share the GPU, training, the gate, the registry), then one
-# generation of the same params by flows.standalone in a copy of the workspace, for the flow's overhead.
+# self-play shards fanned out over processes that share the GPU, training, the gate, the registry), or as one
+# flow run of zero-loop (MODE loop: what `make loop` and a campaign run, the generations back to back in one
+# process), then one generation of the same params by flows.standalone in a copy of the workspace, for the
+# flow's overhead.
 # nvidia-smi's utilisation is sampled twice a second throughout. A generation or the standalone one that would
 # end past ZERO_GPU_LINE_SECONDS (560) is not started; PREFECT_PORT and MLFLOW_PORT choose the workspace's ports
 # (4200, 5000). From the repository root:
-#   bash infra/gpu-line.sh OUT [PARAMS] [FLOW_GENERATIONS]      (defaults: params-gpu.yaml, 2)
+#   bash infra/gpu-line.sh OUT [PARAMS] [FLOW_GENERATIONS] [MODE]     (defaults: params-gpu.yaml, 2, run)
 # OUT gets at most eight files: run.txt (the machine, each step's time), log.txt (every step's output),
 # smi.csv, generations.json (each flow generation's record, then the standalone one's), flow.log (the serve
 # process's log), mlflow.db.xz (the MLflow store, for the UI elsewhere).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
-out=${1:?usage: infra/gpu-line.sh OUT [PARAMS] [FLOW_GENERATIONS]}
+out=${1:?usage: infra/gpu-line.sh OUT [PARAMS] [FLOW_GENERATIONS] [run|loop]}
 params=${2:-params-gpu.yaml}
 flow_generations=${3:-2}
+mode=${4:-run}
+case $mode in run|loop) ;; *) echo "gpu-line: MODE is run or loop, not '$mode'" >&2; exit 2 ;; esac
 archive=${ZERO_OFFLINE_ARCHIVE:-.offline/wheels-py312.tar.xz}
 budget=${ZERO_GPU_LINE_SECONDS:-560}  # the whole script's seconds: a step that would end past them is not started
 last=0
@@ -56,15 +60,22 @@ if command -v nvidia-smi >/dev/null; then
 fi
 step check 60 python -m flows.serve check --line-free "$params" || exit 1
 step up 120 python -m flows.serve up || exit 1
-for i in $(seq "$flow_generations"); do  # another only while the last one's time still fits before the budget
-    if [ "$i" -gt 1 ] && [ $((SECONDS + last)) -gt $((budget - 60)) ]; then
-        echo "flow generation $i: skipped, $SECONDS s of $budget gone" >> "$out/run.txt"; break
-    fi
-    echo "flow generation $i: $(date -u +%T)" >> "$out/run.txt"
-    t0=$SECONDS
-    step "flow-$i" 300 python -m flows.serve run "$params" || break
-    last=$((SECONDS - t0))
-done
+if [ "$mode" = loop ]; then  # one zero-loop run of the generations; watched until what the budget leaves the standalone
+    echo "flow loop of $flow_generations: $(date -u +%T)" >> "$out/run.txt"
+    step flow-loop $((budget - SECONDS - 120)) prefect deployment run zero-loop/local --param "params_file=$params" \
+        --param "generations=$flow_generations" --watch --watch-interval 2 \
+        || python -m flows.serve down >> "$out/log.txt" 2>&1  # a loop still running would share the GPU with the standalone
+else
+    for i in $(seq "$flow_generations"); do  # another only while the last one's time still fits before the budget
+        if [ "$i" -gt 1 ] && [ $((SECONDS + last)) -gt $((budget - 60)) ]; then
+            echo "flow generation $i: skipped, $SECONDS s of $budget gone" >> "$out/run.txt"; break
+        fi
+        echo "flow generation $i: $(date -u +%T)" >> "$out/run.txt"
+        t0=$SECONDS
+        step "flow-$i" 300 python -m flows.serve run "$params" || break
+        last=$((SECONDS - t0))
+    done
+fi
 cp .prefect/serve.log "$out/flow.log" 2>/dev/null
 # the same params in a copy of the workspace without the servers: the generation after the flow's last
 copy=$(mktemp -d)

@@ -5,7 +5,6 @@ import json
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tarfile
 import zipfile
 from pathlib import Path
@@ -91,10 +90,12 @@ def _scripts_of_the_base(venv: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.integration
-def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path):
-    """A copy of the repository without .git (as a GPU box gets it), installed from an archive with no index:
-    the machine's packages (here this venv's, as BASE_SITE) seen beneath .venv, the archive's wheels and zero
-    in it; then infra/gpu-line.sh starts the servers, runs a generation as a flow run and the next one by
+@pytest.mark.parametrize("mode", ["run", "loop"])
+def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path, mode):
+    """A copy of the repository without .git (as a GPU box gets it), installed from an archive with no index
+    over a venv's interpreter (as a CUDA image's python3 is one): that venv's packages (here this one's) seen
+    beneath .venv, the archive's wheels and zero in it; then infra/gpu-line.sh starts the servers, runs a
+    generation as a flow run of zero-generation (`run`) or of zero-loop (`loop`) and the next one by
     flows.standalone in a copy, and writes their records and the MLflow store to OUT. About 4 minutes on a
     shared core: the install compiles zero's kernels in the copy, and the servers start as on the GPU box."""
     work = tmp_path / "work"
@@ -114,8 +115,9 @@ def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path)
         for w in (tmp_path / "wheels").glob("*.whl"):
             tar.add(w, arcname=w.name)
     (tmp_path / "wheels.tar.xz.json").write_text(json.dumps({"python": "%d.%d" % sys.version_info[:2]}))
+    assert sys.prefix != sys.base_prefix  # the tests' interpreter is a venv's, as the GPU image's python3 is
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path), "PYTHON": sys.executable,
-           "BASE_SITE": sysconfig.get_paths()["purelib"], "ZERO_OFFLINE_ARCHIVE": str(archive),
+           "ZERO_OFFLINE_ARCHIVE": str(archive),
            "PREFECT_PORT": str(_free_port()), "MLFLOW_PORT": str(_free_port()), "ZERO_GPU_LINE_SECONDS": "900"}
     out = tmp_path / "out"
     installed = subprocess.run(["bash", "infra/offline-install.sh", str(archive)], cwd=work, capture_output=True,
@@ -123,12 +125,12 @@ def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path)
     assert installed.returncode == 0, installed.stderr[-2000:]
     assert "1 wheels" in installed.stdout and (work / ".venv" / ".zero-installed").is_file()
     _scripts_of_the_base(work / ".venv")
-    got = subprocess.run(["bash", "infra/gpu-line.sh", str(out), "params-smoke.yaml", "1"], cwd=work,
+    got = subprocess.run(["bash", "infra/gpu-line.sh", str(out), "params-smoke.yaml", "1", mode], cwd=work,
                          capture_output=True, text=True, env=env, timeout=1200)
     log = (out / "log.txt").read_text() if (out / "log.txt").is_file() else ""
     assert got.returncode == 0, got.stdout[-2000:] + got.stderr[-2000:] + log[-3000:]
     run = (out / "run.txt").read_text()
-    for step in ("check", "up", "flow-1", "standalone"):
+    for step in ("check", "up", "flow-1" if mode == "run" else "flow-loop", "standalone"):
         assert f"{step}: rc 0," in run, run + log[-3000:]
     check = subprocess.run([str(work / ".venv" / "bin" / "python"), "-c",
                             "import zero, zero_offline_probe; print(zero.__file__, zero_offline_probe.ANSWER)"],
@@ -139,4 +141,6 @@ def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path)
     flow = records[0]["record"]
     assert flow["git_commit"] == "none" and flow["remote"]["pushed"] and flow["mlflow_run_id"]
     assert records[1]["record"]["games"] > 0
-    assert (out / "mlflow.db.xz").stat().st_size > 0 and "zero-generation" in (out / "flow.log").read_text()
+    served = (out / "flow.log").read_text()
+    assert (out / "mlflow.db.xz").stat().st_size > 0 and "zero-generation" in served
+    assert ("for flow 'zero-loop'" in served) == (mode == "loop")
