@@ -134,19 +134,24 @@ def test_alias_points_where_the_gates_say(two_generations):
     assert str(t.champion().version) == expected
 
 
-def test_promotion_is_a_task_run_of_its_own_after_the_gate(two_generations):
+def task_runs(flow_run_id: str) -> list:
+    """The task runs of one flow run, as the Prefect server holds them."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterFlowRunId
 
-    root, records = two_generations
     with get_client(sync_client=True) as client:
-        for rec in records:
-            runs = client.read_task_runs(
-                task_run_filter=TaskRunFilter(flow_run_id=TaskRunFilterFlowRunId(any_=[rec["flow_run_id"]])))
-            promote = [t for t in runs if t.name.startswith("promote")]
-            gate = [t for t in runs if t.name.startswith("gate-part")]
-            assert len(promote) == 1 and promote[0].state.is_completed(), [t.name for t in runs]
-            assert promote[0].start_time >= max(t.end_time for t in gate)
+        return client.read_task_runs(
+            task_run_filter=TaskRunFilter(flow_run_id=TaskRunFilterFlowRunId(any_=[flow_run_id])))
+
+
+def test_promotion_is_a_task_run_of_its_own_after_the_gate(two_generations):
+    root, records = two_generations
+    for rec in records:
+        runs = task_runs(rec["flow_run_id"])
+        promote = [t for t in runs if t.name.startswith("promote")]
+        gate = [t for t in runs if t.name.startswith("gate-part")]
+        assert len(promote) == 1 and promote[0].state.is_completed(), [t.name for t in runs]
+        assert promote[0].start_time >= max(t.end_time for t in gate)
     versions = tracker_for(root).versions()  # what the task did: the candidate registered, the alias moved
     assert [v.run_id for v in versions[1:]] == [rec["mlflow_run_id"] for rec in records]
 
@@ -293,20 +298,15 @@ def test_the_whole_run_is_re_created_from_generation_0_and_a_bad_input_is_refuse
 
 
 def test_the_data_is_pushed_by_a_task_run_of_the_generation_started_before_its_training(two_generations):
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterFlowRunId
-
     root, records = two_generations
-    with get_client(sync_client=True) as client:
-        for rec in records:
-            runs = client.read_task_runs(
-                task_run_filter=TaskRunFilter(flow_run_id=TaskRunFilterFlowRunId(any_=[rec["flow_run_id"]])))
-            pushes = sorted((t for t in runs if t.name.startswith("dvc-push")), key=lambda t: t.start_time)
-            train = next(t for t in runs if t.name.startswith("train"))
-            promote = next(t for t in runs if t.name.startswith("promote"))
-            # generation 1 also pushes generation 0's network; then the data, then everything at the end
-            assert len(pushes) == (3 if rec["generation"] == 1 else 2), [t.name for t in runs]
-            assert all(t.state.is_completed() for t in pushes)
-            data_push, last_push = pushes[-2], pushes[-1]
-            assert data_push.start_time <= train.start_time  # started first; training does not wait for it
-            assert last_push.start_time >= promote.end_time
+    for rec in records:
+        runs = task_runs(rec["flow_run_id"])
+        pushes = sorted((t for t in runs if t.name.startswith("dvc-push")), key=lambda t: t.start_time)
+        train = next(t for t in runs if t.name.startswith("train"))
+        promote = next(t for t in runs if t.name.startswith("promote"))
+        # generation 1 also pushes generation 0's network; then the data, then everything at the end
+        assert len(pushes) == (3 if rec["generation"] == 1 else 2), [t.name for t in runs]
+        assert all(t.state.is_completed() for t in pushes)
+        data_push, last_push = pushes[-2], pushes[-1]
+        assert data_push.start_time <= train.start_time  # started first; training does not wait for it
+        assert last_push.start_time >= promote.end_time
