@@ -300,7 +300,7 @@ def _generation_zero(tracker, gen0: Generation, params, facts):
     init = init_task(str(gen0.root), gen0.rel, params.digest())
     stage = gen0.stage("init")
     lineage.commit(gen0.root, [stage])
-    early_push(gen0, [stage])()
+    push_once(gen0, [stage])
     version = register_initial(tracker, gen0, params, init, facts, lineage.lock_sha256(gen0.root))
     get_run_logger().info("generation 0: registered %s version %s as the first champion", tracker.model,
                           version.version)
@@ -348,7 +348,7 @@ def run_selfplay(gen: Generation, params, champion_sha: str) -> tuple[list[dict]
     return results, reports
 
 
-def record_dataset(gen: Generation) -> tuple[dict, Callable[[], None]]:
+def record_dataset(gen: Generation) -> tuple[dict, Callable[[], object]]:
     """Write the window, record self-play and dataset in dvc.lock and start pushing them; the data hashes,
     and the call that waits for the push (training runs meanwhile)."""
     window = stages.dataset(gen)
@@ -358,7 +358,7 @@ def record_dataset(gen: Generation) -> tuple[dict, Callable[[], None]]:
 
 
 def run_train(tracker, gen: Generation, params, facts, champ: dict, selfplay: list[dict],
-              data: dict, pushed: Callable[[], None] = lambda: None) -> tuple[str, dict]:
+              data: dict, pushed: Callable[[], object]) -> tuple[str, dict]:
     """Open the generation's MLflow run and train the candidate in it; (run id, training summary). `pushed`
     waits for the data's push before the candidate is recorded in dvc.lock (one dvc at a time in the repo)."""
     from flows.tracking import log_candidate, open_generation_run
@@ -424,22 +424,23 @@ def promote(tracker, gen: Generation, facts, run_id: str, candidate_sha: str, ga
     }
 
 
-def early_push(gen: Generation, names: list[str]) -> Callable[[], None]:
-    """Push stages' outputs as soon as they are recorded, once, in a thread of the flow's process while the
-    generation goes on (on a Ray cluster too: the workspace is this machine's); the call it returns waits for
-    the push. A refusal is logged, and the generation's last push (publish), which is retried, takes them too."""
+def push_once(gen: Generation, names: list[str]) -> None:
+    """Push stages' outputs as soon as they are recorded, once: a refusal is logged, and the generation's last
+    push (publish), which is retried, takes them too."""
+    try:
+        push_task.with_options(retries=0)(str(gen.root), names)
+    except lineage.PushError as e:
+        get_run_logger().warning("%s; pushed again at the end of generation %d", e, gen.g)
+
+
+def early_push(gen: Generation, names: list[str]) -> Callable[[], object]:
+    """push_once in a thread of the flow's process while the generation goes on (on a Ray cluster too: the
+    workspace is this machine's); the call it returns waits for the push."""
     pushing = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dvc-push")
-    # the task run in the flow run's context, as Prefect's own thread runner submits one
-    future = pushing.submit(contextvars.copy_context().run, push_task.with_options(retries=0), str(gen.root), names)
+    # in the flow run's context, as Prefect's own thread runner submits a task run
+    future = pushing.submit(contextvars.copy_context().run, push_once, gen, names)
     pushing.shutdown(wait=False)
-
-    def settle() -> None:
-        try:
-            future.result()
-        except lineage.PushError as e:
-            get_run_logger().warning("%s; pushed again at the end of generation %d", e, gen.g)
-
-    return settle
+    return future.result
 
 
 def publish(gen: Generation, record: dict) -> dict:
