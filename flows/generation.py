@@ -31,6 +31,7 @@ from flows.ladder import run_ladder
 from flows.layout import Generation, LineBusy, LineError, Workspace, read_json, write_json
 from flows.request import GenerationRequest
 from flows.ship import ship as ship_line
+from flows.timeline import Timeline
 from zero.ladder import LadderError
 
 # flows.tracking (mlflow) and flows.actors (ray, an optional extra) are imported in the functions that use
@@ -181,6 +182,8 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
     from zero.inference import arithmetic
 
     log = get_run_logger()
+    begun = get_run_context().flow_run.start_time
+    timeline = Timeline(begun.timestamp() if begun else None)  # from the flow run's start: its set-up counts
     ws = Workspace(root)
     if not (root / "dvc.yaml").is_file():
         raise LineError(f"{root} has no dvc.yaml: run the flow from the repository root or pass workdir")
@@ -205,13 +208,20 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         ws.start(gen, params)
         facts = tracking.GenerationFacts.of(g, params, flow_run_id)  # seeds and code state, once
         tracker = tracking.Tracker(root, tag)
+        timeline.lap("start")
 
         champ = resolve_champion(tracker, gen, params, facts)
+        timeline.lap("champion")
         selfplay, actors = run_selfplay(gen, params, champ["sha256"])
+        timeline.lap("selfplay")
         data, pushed = record_dataset(gen)
+        timeline.lap("dataset")
         run_id, trained = run_train(tracker, gen, params, facts, champ, selfplay, data, pushed)
+        timeline.lap("train")
         gate = run_gate(tracker, gen, params, champ, run_id, trained["sha256"])
+        timeline.lap("gate")
         promoted = promote(tracker, gen, facts, run_id, trained["sha256"], gate, data)
+        timeline.lap("promote")
 
         record = tracking.generation_record(facts, tag, champ, selfplay, trained, gate, data, run_id, **promoted,
                                             seconds=time.time() - started)
@@ -226,7 +236,9 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         if actors:
             record["selfplay"]["actors"] = actors
         tracker.log_metrics(run_id, {k: v for k, v in recipe.items() if isinstance(v, (int, float))})
-        record = publish(gen, record)
+        tracker.log_metrics(run_id, {f"seconds_{k}": v for k, v in timeline.steps.items()})
+        timeline.lap("record")
+        record = publish(gen, record, timeline)
         log.info("zero-generation: %s g%04d done in %.0fs: gate %s (%s%s); champion is version %s", tag, g,
                  record["seconds"], tracking.gate_text(gate), "PASSED" if gate["passed"] else "failed",
                  f"; refused: {gate['refused']}" if gate.get("refused") else "", promoted["champion_after"]["version"])
@@ -443,9 +455,10 @@ def early_push(gen: Generation, names: list[str]) -> Callable[[], object]:
     return future.result
 
 
-def publish(gen: Generation, record: dict) -> dict:
+def publish(gen: Generation, record: dict, timeline: Timeline | None = None) -> dict:
     """Write the finished generation's record, then push its outputs (generation 1 also generation 0's) to the
-    default remote, retried; the record's `remote` says where and whether they reached it.
+    default remote, retried; the record's `remote` says where and whether they reached it, and its `timeline`
+    (where the run that made it has one) each step's wall seconds, the push last.
 
     A remote still refusing after the retries fails the run with lineage.PushError and leaves `pushed: false`
     and the error in the record: the generation stays registered and on disk, and the next run of it (a retry
@@ -454,6 +467,8 @@ def publish(gen: Generation, record: dict) -> dict:
     names = ([gen.prev.stage("init")] if gen.g == 1 else []) + [
         gen.stage(s) for s in ("selfplay", "dataset", "train", "gate", "champion")]
     record["remote"] = {**lineage.remote(gen.root), "stages": names, "pushed": False}
+    if timeline:
+        record["timeline"] = timeline.steps
     write_json(gen.record_file, record)  # the generation has finished; what remains is its push
     try:
         record["remote"].update(push_task(str(gen.root), names))
@@ -461,6 +476,8 @@ def publish(gen: Generation, record: dict) -> dict:
         record["remote"]["error"] = str(e)
         write_json(gen.record_file, record)
         raise
+    if timeline:
+        timeline.lap("publish")
     record["remote"]["pushed"] = True
     write_json(gen.record_file, record)
     return record

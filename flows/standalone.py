@@ -27,6 +27,7 @@ from pathlib import Path
 from flows import stages
 from flows.compute import compute_record, cpu_seconds, used_gpus
 from flows.layout import Generation, LineError, Workspace, read_json, write_json
+from flows.timeline import Timeline
 
 MARK = "standalone.json"
 
@@ -81,16 +82,23 @@ def run(root: Path, params, generations: int | None = None, minutes: float | Non
         if gen.record_file.is_file():
             raise LineError(f"{gen.rel} was recorded by the flow but has no champion: repair it there first")
         started, cpu0 = time.time(), cpu_seconds()
+        timeline = Timeline(started)  # the flow's steps that this path has too (flows.timeline compares them)
         gparams, recipe = stages.generation_params(gen, params)
         _write_snapshot(ws, gen, gparams)
+        timeline.lap("start")
         shards = stages.selfplay(gen, workers)
+        timeline.lap("selfplay")
         stages.dataset(gen)
+        timeline.lap("dataset")
         steps: list = []
         trained = stages.train(gen, on_step=lambda i, metrics: steps.append([i, metrics]), replay_kept=True)
         if trained.get("trained"):  # kept for the flow that records it: MLflow gets the curves
             write_json(gen.dir / stages.TRAINED_FILE, {"summary": trained, "steps": steps})
+        timeline.lap("train")
         gate = stages.gate(gen, workers)
+        timeline.lap("gate")
         champion = stages.champion(gen)
+        timeline.lap("promote")
         last_s = time.time() - started
         record = {"generation": g, "host": platform.node(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                   "arithmetic": arithmetic(gparams),
@@ -100,7 +108,7 @@ def run(root: Path, params, generations: int | None = None, minutes: float | Non
                   "nn_evals": sum(s.get("nn_evals", 0) for s in shards),
                   "train_sha256": trained["sha256"], "gate": {k: gate[k] for k in ("wins", "losses", "draws")
                                                                if k in gate},
-                  "promoted": champion["promoted"]}
+                  "promoted": champion["promoted"], "timeline": timeline.steps}
         write_json(gen.dir / MARK, record)
         say(f"{gen.key}: {record['games']} games, {record['positions']} positions, "
             f"{record['nn_evals'] / max(last_s, 1e-9):,.0f} evaluations/s over the generation, "

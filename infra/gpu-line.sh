@@ -10,7 +10,8 @@
 # end past ZERO_GPU_LINE_SECONDS (560) is not started; PREFECT_PORT and MLFLOW_PORT choose the workspace's ports
 # (4200, 5000). From the repository root:
 #   bash infra/gpu-line.sh OUT [PARAMS] [FLOW_GENERATIONS] [MODE]     (defaults: params-gpu.yaml, 2, run)
-# OUT gets at most eight files: run.txt (the machine, each step's time), log.txt (every step's output),
+# OUT gets at most eight files: run.txt (the machine, each step's time, flows.timeline's table of where a
+# generation's time went in the flow and standalone), log.txt (every step's output),
 # smi.csv, generations.json (each flow generation's record, then the standalone one's), flow.log (the serve
 # process's log), mlflow.db.xz (the MLflow store, for the UI elsewhere).
 set -uo pipefail
@@ -61,10 +62,15 @@ fi
 step check 60 python -m flows.serve check --line-free "$params" || exit 1
 step up 120 python -m flows.serve up || exit 1
 if [ "$mode" = loop ]; then  # one zero-loop run of the generations; watched until what the budget leaves the standalone
-    echo "flow loop of $flow_generations: $(date -u +%T)" >> "$out/run.txt"
-    step flow-loop $((budget - SECONDS - 120)) prefect deployment run zero-loop/local --param "params_file=$params" \
-        --param "generations=$flow_generations" --watch --watch-interval 2 \
-        || python -m flows.serve down >> "$out/log.txt" 2>&1  # a loop still running would share the GPU with the standalone
+    left=$((budget - SECONDS - 120))
+    if [ "$left" -lt 60 ]; then
+        echo "flow loop: skipped, $SECONDS s of $budget gone" >> "$out/run.txt"
+    else
+        echo "flow loop of $flow_generations: $(date -u +%T)" >> "$out/run.txt"
+        step flow-loop "$left" prefect deployment run zero-loop/local --param "params_file=$params" \
+            --param "generations=$flow_generations" --watch --watch-interval 2 \
+            || python -m flows.serve down >> "$out/log.txt" 2>&1  # a loop still running would share the GPU with the standalone
+    fi
 else
     for i in $(seq "$flow_generations"); do  # another only while the last one's time still fits before the budget
         if [ "$i" -gt 1 ] && [ $((SECONDS + last)) -gt $((budget - 60)) ]; then
@@ -99,6 +105,9 @@ for root, kind in ((Path("."), "flow"), (Path(sys.argv[2]), "standalone")):
 Path(sys.argv[1]).write_text(json.dumps(records, indent=1) + "\n")
 print(f"{len(records)} generation records")
 EOF
+for line in gens/*/; do  # where each generation's time went, the flow's beside the standalone one's
+    python -m flows.timeline "$line" "$copy/$line" >> "$out/run.txt" 2>&1
+done
 python -m flows.serve down >> "$out/log.txt" 2>&1
 python -c 'import lzma, sys; open(sys.argv[1], "wb").write(lzma.compress(open("mlflow.db", "rb").read()))' \
     "$out/mlflow.db.xz" 2>> "$out/log.txt"

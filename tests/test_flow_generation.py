@@ -310,3 +310,21 @@ def test_the_data_is_pushed_by_a_task_run_of_the_generation_started_before_its_t
         data_push, last_push = pushes[-2], pushes[-1]
         assert data_push.start_time <= train.start_time  # started first; training does not wait for it
         assert last_push.start_time >= promote.end_time
+
+
+def test_the_record_times_each_step_of_the_generation_and_the_run_holds_them(two_generations):
+    from flows.timeline import STEPS, main as timeline_main
+
+    root, records = two_generations
+    t = tracker_for(root)
+    for rec in records:
+        steps = rec["timeline"]
+        assert tuple(steps) == STEPS  # in the order they ran
+        assert all(v >= 0 for v in steps.values()) and steps["selfplay"] > 0 and steps["train"] > 0
+        # the steps from the flow run's start to the push cover the generation's own seconds
+        assert sum(steps.values()) >= rec["seconds"] - 0.5
+        on_disk = json.loads((root / "gens/gomoku-6x6x4" / f"g{rec['generation']:04d}/generation.json").read_text())
+        assert on_disk["timeline"] == steps
+        metrics = t.client.get_run(rec["mlflow_run_id"]).data.metrics
+        assert metrics["seconds_selfplay"] == steps["selfplay"] and metrics["seconds_gate"] == steps["gate"]
+    assert timeline_main([str(root / "gens/gomoku-6x6x4")]) == 0

@@ -7,6 +7,7 @@ import pytest
 
 from flows import standalone, stages
 from flows.layout import Workspace
+from flows.timeline import in_order
 from pipeline_support import SMOKE, isolate_env, make_workspace
 from zero.config import load_params
 
@@ -39,6 +40,8 @@ def test_it_makes_generations_with_their_compute_and_lists_them_as_pending(made)
         assert record["games"] == 8 and record["compute"]["wall_s"] > 0 and record["compute"]["gpus"] == 0
         assert record["compute"]["cpu_s"] > 0 and record["arithmetic"]["train"] == "float32"
         assert not gen.record_file.exists()  # nothing is recorded: the flow does that
+        assert list(in_order(record["timeline"])) == ["start", "selfplay", "dataset", "train", "gate", "promote"]
+        assert abs(sum(record["timeline"].values()) - record["compute"]["wall_s"]) < 1.0
         kept = stages.trained_elsewhere(gen)  # the training's summary and curves, for the flow's MLflow run
         assert kept["summary"]["sha256"] == stages.file_sha256(gen.candidate) and len(kept["steps"]) == 3
     assert standalone.pending(root, params) == [1, 2]
