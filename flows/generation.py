@@ -148,8 +148,25 @@ def _reused(future) -> dict:
 # --- the flow ------------------------------------------------------------------------------------
 
 
+class WarmProcessPoolTaskRunner(ProcessPoolTaskRunner):
+    """Prefect's process pool with its workers forked from a server that has imported the stages and this
+    module once (stages.worker_context), where Prefect spawns each worker afresh: every generation, each
+    worker would import torch, Prefect and the engine again, seconds of a generation's time."""
+
+    def __enter__(self):
+        super().__enter__()
+        spawning = self._executor  # created with no worker yet: workers start on the first task
+        prefects_setup = spawning._initializer  # forwards a worker's logs and events, then runs ours
+        queue, ours, our_args = spawning._initargs
+        self._executor = concurrent.futures.ProcessPoolExecutor(
+            self._max_workers, mp_context=stages.worker_context("flows.generation"), initializer=prefects_setup,
+            initargs=(queue, stages.started_like_parent, stages.parent_state(ours, *our_args)))
+        spawning.shutdown(wait=False)
+        return self
+
+
 # The default runner: one process per core on this machine, no extra services. Workers end with the flow.
-LOCAL_RUNNER = ProcessPoolTaskRunner(initializer=stages.exit_with_parent)
+LOCAL_RUNNER = WarmProcessPoolTaskRunner()
 
 
 @flow(name=FLOW_NAME, task_runner=LOCAL_RUNNER, log_prints=True, persist_result=True)

@@ -305,6 +305,38 @@ def exit_with_parent(interval: float = 1.0, name: str = "exit-with-parent") -> N
     threading.Thread(target=watch, name=name, daemon=True).start()
 
 
+def exit_with(pid: int, interval: float = 1.0, name: str = "exit-with-pool") -> None:
+    """End this process (exit code 70) once process `pid` has ended, whether or not it is this one's parent:
+    a worker forked by a fork server, which outlives the process that made the worker's pool. Linux tells at
+    once (a pidfd); elsewhere `pid` is looked at every `interval` seconds."""
+    import threading
+    import time
+
+    try:
+        fd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
+    except ProcessLookupError:
+        os._exit(70)
+    except OSError:  # a kernel without pidfds
+        fd = None
+
+    def watch() -> None:
+        if fd is not None:
+            import select
+
+            select.select([fd], [], [])
+            os._exit(70)
+        while True:
+            time.sleep(interval)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                os._exit(70)
+            except PermissionError:
+                pass  # alive, another user's
+
+    threading.Thread(target=watch, name=name, daemon=True).start()
+
+
 class recorded:
     """`with recorded(flow_run_id):` the body of a flow, recorded as running in this process (which
     ends with the serve process that started it, see exit_with_serve)."""

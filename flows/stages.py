@@ -260,11 +260,46 @@ def _fan_out(fn, gen: Generation, n: int, workers: int | None) -> list[dict]:
     workers = max(1, min(n, workers or os.cpu_count() or 1))
     if workers == 1:
         return [fn(gen, i) for i in range(n)]
+    with ProcessPoolExecutor(workers, mp_context=worker_context(), initializer=started_like_parent,
+                             initargs=parent_state(_log_to_stderr)) as pool:
+        return list(pool.map(fn, [gen] * n, range(n)))
+
+
+# What every worker of a stage imports: torch, the engine and the stages (several seconds a process).
+WORKER_PRELOAD = ("torch", "zero.selfplay", "zero.train", "zero.match", "flows.stages")
+
+
+def worker_context(*also: str):
+    """The start method of the stages' worker processes: forked from a server that imported WORKER_PRELOAD
+    (and `also`) once for this process, so that a worker starts in a fraction of a second and each pool of a
+    generation (self-play, the gate, each generation of a loop) does not import them again. The server imports
+    no CUDA and starts no thread a fork could copy. Its workers end with the process that made their pool
+    (started_like_parent), and the server once they have."""
     import multiprocessing
 
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_stage_worker) as pool:
-        return list(pool.map(fn, [gen] * n, range(n)))
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([*WORKER_PRELOAD, *also])  # read when the server starts, the first pool's
+    return ctx
+
+
+def parent_state(then=None, *args) -> tuple:
+    """The initargs of started_like_parent: this process, its directory and environment now, then `then(*args)`."""
+    return os.getpid(), os.getcwd(), dict(os.environ), then, args
+
+
+def started_like_parent(creator: int, cwd: str, environ: dict, then, args: tuple) -> None:
+    """Pool initializer: a forked worker ends with the process that made its pool (a killed flow or `dvc
+    repro` would otherwise leave it playing on, holding its output pipe open, so that Prefect never sees the run
+    crash; whatever it was writing is a temp file never published), and takes that process's directory and
+    environment (as a spawned one would; the fork server has those of the pool that started it); then `then`."""
+    from flows.liveness import exit_with
+
+    exit_with(creator)
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(environ)
+    if then is not None:
+        then(*args)
 
 
 def _log_to_stderr() -> None:
@@ -274,21 +309,6 @@ def _log_to_stderr() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
 
 
-def _stage_worker() -> None:
-    exit_with_parent()
-    _log_to_stderr()
-
-
-def exit_with_parent() -> None:
-    """Process-pool initializer: end this worker when the process that started it dies.
-
-    A killed flow (or `dvc repro`) would otherwise leave its workers playing on,
-    holding its output pipe open, so that Prefect never sees the run crash.
-    Whatever they were writing is a temp file that is never published.
-    """
-    from flows.liveness import exit_with_parent as watch_parent
-
-    watch_parent()
 
 
 # --- dataset ------------------------------------------------------------------------------------

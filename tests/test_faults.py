@@ -122,15 +122,15 @@ def children(pid: int) -> list[int]:
 
 
 def workers(flow: int) -> list[int]:
-    """The flow process's task workers (its multiprocessing children other than the resource tracker)."""
+    """The flow process's task workers: the children of its fork server (flows.stages.worker_context)."""
     found = []
     for pid in children(flow):
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if "multiprocessing" in cmd and "resource_tracker" not in cmd:
-            found.append(pid)
+        if "multiprocessing.forkserver" in cmd:
+            found += children(pid)
     return found
 
 

@@ -141,3 +141,67 @@ def test_a_resumed_generation_counts_what_its_earlier_attempt_finished():
     fresh = generation_compute(1000.0, None, 5.0, selfplay[:1], {"cpu_s": 7.0, "reused": False}, {"cpu_s": 1.0})
     assert "earlier_attempts" not in fresh["cpu_s_by_stage"]
     assert fresh["core_hours"] == round(1000.0 * fresh["cores"] / 3600, 4)
+
+
+def _worker_facts(gen, i):
+    """What a stage worker finds as it starts its task: where it is, its environment, what it has imported."""
+    import os
+    import sys
+
+    return {"cwd": os.getcwd(), "mark": os.environ.get("ZERO_WORKER_MARK"), "torch": "torch" in sys.modules,
+            "server": os.getppid(), "pid": os.getpid()}
+
+
+def test_stage_workers_fork_from_a_server_with_torch_imported_in_their_pool_s_directory_and_environment(
+        tmp_path, monkeypatch):
+    import os
+
+    seen = []
+    for mark in ("first", "second"):  # two pools, as self-play then the gate
+        here = tmp_path / mark
+        here.mkdir()
+        monkeypatch.chdir(here)
+        monkeypatch.setenv("ZERO_WORKER_MARK", mark)
+        facts = stages._fan_out(_worker_facts, None, 2, 2)
+        assert [(f["cwd"], f["mark"], f["torch"]) for f in facts] == [(str(here), mark, True)] * 2
+        seen += facts
+    servers = {f["server"] for f in seen}
+    assert len(servers) == 1 and servers != {os.getpid()}  # one fork server for the process's pools
+    assert len({f["pid"] for f in seen}) >= 2 and os.getpid() not in {f["pid"] for f in seen}
+
+
+def _wait_long(gen, i):
+    import os
+    import time
+
+    print(f"worker {os.getpid()}", flush=True)
+    time.sleep(600)
+
+
+def test_stage_workers_and_their_server_end_when_the_process_that_made_the_pool_is_killed(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = ("import sys; sys.path.insert(0, 'tests'); from flows import stages; "
+              "from test_flow_stages import _wait_long; stages._fan_out(_wait_long, None, 2, 2)")
+    maker = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    def stat(pid):  # (state, parent) from /proc, None once the process is gone
+        try:
+            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return fields[0], int(fields[1])
+
+    pids = {int(maker.stdout.readline().split()[1]) for _ in range(2)}
+    server = {stat(p)[1] for p in pids}  # the workers' parent: the fork server, not the pool's maker
+    assert len(server) == 1 and maker.pid not in pids | server
+    os.kill(maker.pid, signal.SIGKILL)
+    maker.wait()
+    deadline, alive = time.time() + 20, pids | server
+    while alive and time.time() < deadline:
+        time.sleep(0.1)
+        alive = {p for p in alive if stat(p) and stat(p)[0] != "Z"}
+    assert not alive, f"still running after the pool's maker was killed: {alive}"
