@@ -199,8 +199,8 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
     from zero.inference import arithmetic
 
     log = get_run_logger()
-    begun = get_run_context().flow_run.start_time
-    timeline = Timeline(begun.timestamp() if begun else None)  # from the flow run's start: its set-up counts
+    run = get_run_context().flow_run  # timed from the run's start, its set-up counted; a retried run from now
+    timeline = Timeline(run.start_time.timestamp() if run.start_time and run.run_count <= 1 else None)
     ws = Workspace(root)
     if not (root / "dvc.yaml").is_file():
         raise LineError(f"{root} has no dvc.yaml: run the flow from the repository root or pass workdir")
