@@ -309,8 +309,6 @@ def _log_to_stderr() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
 
 
-
-
 # --- dataset ------------------------------------------------------------------------------------
 
 
