@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -132,6 +133,9 @@ def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path,
     run = (out / "run.txt").read_text()
     for step in ("check", "up", "flow-1" if mode == "run" else "flow-loop", "standalone"):
         assert f"{step}: rc 0," in run, run + log[-3000:]
+    # where the time went: the flow's generation beside the standalone one, step by step (flows.timeline)
+    assert "flow generations 1; standalone 2: the flow makes" in run, run
+    assert re.search(r"^selfplay +[0-9.]+ +[0-9.]+ +-?[0-9.]+$", run, re.M), run
     check = subprocess.run([str(work / ".venv" / "bin" / "python"), "-c",
                             "import zero, zero_offline_probe; print(zero.__file__, zero_offline_probe.ANSWER)"],
                            capture_output=True, text=True, cwd=tmp_path)
