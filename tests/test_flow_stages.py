@@ -174,7 +174,7 @@ def _wait_long(gen, i):
     import os
     import time
 
-    print(f"worker {os.getpid()}", flush=True)
+    os.write(1, f"worker {os.getpid()}\n".encode())  # one write: the two workers' lines cannot interleave
     time.sleep(600)
 
 
