@@ -280,9 +280,19 @@ def test_shipped_champions_load_and_are_the_default_player(capsys):
     assert json.loads(out.out)["wins"] == 4  # the shipped champion against random moves
 
 
+def _params_with(cli_args: list[str]):
+    """The params `zero` reads with these --set arguments, as zero.cli does."""
+    from pathlib import Path
+
+    from zero.config import load_params
+
+    return load_params("params.yaml" if Path("params.yaml").is_file() else None, cli_args[1::2])
+
+
 def test_a_ladder_at_a_time_a_move_plays_at_the_visits_that_time_buys(tmp_path, capsys):
     """--seconds-per-move: the network's own engine measures what the time buys here; the match is
-    played at those visits and the pairing says so."""
+    played at those visits and the pairing says so. The ladder resumes and grows at the visits it measured."""
+    from zero import ladder
     from zero.cli import main
 
     go_args = ["--set", "game.size=7", "--set", "network.size=b1c8", "--set", "network.value_hidden=8",
@@ -298,6 +308,21 @@ def test_a_ladder_at_a_time_a_move_plays_at_the_visits_that_time_buys(tmp_path, 
     assert record["visits"] == timed["visits"] == sorted(s["visits"] for s in timed["samples"])[1] > 1
     assert all(0.15 < s["seconds"] < 5 for s in timed["samples"])
     assert f"buys net {record['visits']} visits" in capsys.readouterr().err
+    assert timed["threads"] == 1 and timed["cpu"]
+    # run again, and on to more games: the ladder keeps the visits it measured first rather than timing again
+    pairing = out / "pairings" / "net--random--ladder.json"
+    written = pairing.stat().st_mtime_ns
+    timed_args = ["ladder", *go_args, "--model", str(model), "--opponents", "random", "--calibration-games", "0",
+                  "--seconds-per-move", "0.2", "--out", str(out)]
+    assert main([*timed_args, "--games", "2"]) == 0 and pairing.stat().st_mtime_ns == written
+    assert f"plays at the {record['visits']} visits this ladder measured first" in capsys.readouterr().err
+    assert main([*timed_args, "--games", "4"]) == 0
+    more = json.loads(pairing.read_text())
+    assert more["games"] == 4 and more["time_per_move"] == timed and more["visits"] == record["visits"]
+    # another time a move, or another search, is timed afresh
+    assert ladder.kept_timing(out, _params_with(go_args), str(model), 0.3) is None
+    assert ladder.kept_timing(out, _params_with([*go_args, "--set", "mcts.c_puct=2.0"]), str(model), 0.2) is None
+    assert ladder.kept_timing(out, _params_with(go_args), str(model), 0.2) == timed
     assert main(["ladder", *go_args, "--model", str(model), "--opponents", "random", "--games", "2",
                  "--seconds-per-move", "0", "--out", str(out)]) == 2
 

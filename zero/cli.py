@@ -416,10 +416,15 @@ def cmd_ladder(args) -> int:
             if args.seconds_per_move is not None:
                 if params.game.name != "go" or not 0 < args.seconds_per_move <= 600:
                     raise UsageError("--seconds-per-move takes 0 to 600 seconds, on Go")
-                timed = ladder.visits_per_move(params, model, args.seconds_per_move)
-                print(f"{args.seconds_per_move:g} s a move buys {name} {timed['visits']} visits here "
-                      f"({timed['visits_per_second']:.0f} a second, leaf batch {params.mcts.leaf_batch}, "
-                      f"{params.gate.threads} threads)", file=sys.stderr)
+                timed = ladder.kept_timing(out, params, model, args.seconds_per_move)
+                if timed is not None:
+                    print(f"{args.seconds_per_move:g} s a move: {name} plays at the {timed['visits']} visits this "
+                          f"ladder measured first (on {timed.get('cpu', 'its machine')})", file=sys.stderr)
+                else:
+                    timed = ladder.visits_per_move(params, model, args.seconds_per_move)
+                    print(f"{args.seconds_per_move:g} s a move buys {name} {timed['visits']} visits here "
+                          f"({timed['visits_per_second']:.0f} a second, leaf batch {params.mcts.leaf_batch}, "
+                          f"{params.gate.threads} threads)", file=sys.stderr)
                 params = params.model_copy(update={"ladder": cfg.model_copy(update={"visits": timed["visits"]})})
                 extra = {**(extra or {}), "time_per_move": timed, "leaf_batch": params.mcts.leaf_batch}
             for i, spec in enumerate(opponents if games else ()):

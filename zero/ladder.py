@@ -227,8 +227,37 @@ def visits_per_move(params, model: str, seconds: float, positions: int = 3, seed
         for _ in range(20 if k < positions - 1 else 0):
             position = position.play(engine.genmove(position, seconds=min(seconds, 0.2), resign=False))
     median = sorted(s["visits"] for s in samples)[len(samples) // 2]
+    from zero.inference import cpu_model
+
     return {"visits": max(1, median), "seconds_per_move": seconds,
-            "visits_per_second": round(median / seconds, 1), "samples": samples}
+            "visits_per_second": round(median / seconds, 1), "samples": samples,
+            "threads": params.gate.threads, "cpu": cpu_model()}
+
+
+def kept_timing(out_dir: str | Path, params, model: str, seconds: float) -> dict | None:
+    """The time a move an earlier timed run of this ladder directory measured for `model` (the same network
+    file, seconds, search and threads), from its finished or interrupted pairings; None if there is none.
+
+    A timed ladder plays every game at the visits it measured first: measured again on resuming, a few visits
+    more or less would make the interrupted pairing another one, and its finished games would be replayed.
+    """
+    from zero.pairings import PARTIAL
+
+    out_dir, digest = Path(out_dir), spec_sha256(model)
+    search = json.loads(json.dumps(params.mcts.model_dump(mode="json")))
+    kept = sorted((out_dir / "pairings").glob("*.json")) + sorted((out_dir / PARTIAL).glob("*/settings.json"))
+    for path in kept:
+        try:
+            record = json.loads(path.read_text())
+            timed = record["time_per_move"]
+            same = (record["a_sha256"] == digest and record.get("search") == search
+                    and timed["seconds_per_move"] == seconds and timed.get("threads", params.gate.threads) ==
+                    params.gate.threads and int(timed["visits"]) > 0)
+        except (ValueError, KeyError, TypeError):
+            continue
+        if same:
+            return timed
+    return None
 
 
 def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out_dir: str | Path,
