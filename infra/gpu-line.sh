@@ -8,7 +8,10 @@
 # flow's overhead.
 # nvidia-smi's utilisation is sampled twice a second throughout. A generation or the standalone one that would
 # end past ZERO_GPU_LINE_SECONDS (560) is not started; PREFECT_PORT and MLFLOW_PORT choose the workspace's ports
-# (4200, 5000). From the repository root:
+# (4200, 5000); ZERO_GPU_SET (space-separated section.key=value) sets parameters over PARAMS for every step,
+# flow and standalone alike (as `make run OVERRIDES=...`; each generation's params.yaml records them), e.g.
+#   ZERO_GPU_SET="pipeline.selfplay_shards=8 selfplay.threads=2 selfplay.concurrent_games=1024"
+# From the repository root:
 #   bash infra/gpu-line.sh OUT [PARAMS] [FLOW_GENERATIONS] [MODE]     (defaults: params-gpu.yaml, 2, run)
 # OUT gets at most eight files: run.txt (the machine, each step's time, flows.timeline's table of where a
 # generation's time went in the flow and standalone), log.txt (every step's output),
@@ -21,6 +24,8 @@ params=${2:-params-gpu.yaml}
 flow_generations=${3:-2}
 mode=${4:-run}
 case $mode in run|loop) ;; *) echo "gpu-line: MODE is run or loop, not '$mode'" >&2; exit 2 ;; esac
+sets=()
+for kv in ${ZERO_GPU_SET:-}; do sets+=(--set "$kv"); done
 archive=${ZERO_OFFLINE_ARCHIVE:-.offline/wheels-py312.tar.xz}
 budget=${ZERO_GPU_LINE_SECONDS:-560}  # the whole script's seconds: a step that would end past them is not started
 last=0
@@ -39,6 +44,7 @@ step() {  # step NAME LIMIT_S COMMAND...: its output to log.txt, its time to run
     date -u +%FT%TZ
     command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
     echo "cores: $(nproc)"
+    echo "params: $params${ZERO_GPU_SET:+ with $ZERO_GPU_SET}"
 } >> "$out/run.txt" 2>&1
 
 command -v git >/dev/null || { echo "gpu-line: git is needed (the workspace is a git repository for DVC)" | tee -a "$out/run.txt"; exit 1; }
@@ -59,7 +65,7 @@ if command -v nvidia-smi >/dev/null; then
     smi=$!
     trap 'kill $smi 2>/dev/null' EXIT
 fi
-step check 60 python -m flows.serve check --line-free "$params" || exit 1
+step check 60 python -m flows.serve check --line-free "$params" "${sets[@]}" || exit 1
 step up 120 python -m flows.serve up || exit 1
 if [ "$mode" = loop ]; then  # one zero-loop run of the generations; watched until what the budget leaves the standalone
     left=$((budget - SECONDS - 120))
@@ -69,6 +75,7 @@ if [ "$mode" = loop ]; then  # one zero-loop run of the generations; watched unt
         echo "flow loop of $flow_generations: $(date -u +%T)" >> "$out/run.txt"
         step flow-loop "$left" prefect deployment run zero-loop/local --param "params_file=$params" \
             --param "generations=$flow_generations" --watch --watch-interval 2 \
+            --param "overrides=$(python -c 'import json, sys; print(json.dumps(sys.argv[1:]))' ${ZERO_GPU_SET:-})" \
             || python -m flows.serve down >> "$out/log.txt" 2>&1  # a loop still running would share the GPU with the standalone
     fi
 else
@@ -78,7 +85,7 @@ else
         fi
         echo "flow generation $i: $(date -u +%T)" >> "$out/run.txt"
         t0=$SECONDS
-        step "flow-$i" 300 python -m flows.serve run "$params" || break
+        step "flow-$i" 300 python -m flows.serve run "$params" "${sets[@]}" || break
         last=$((SECONDS - t0))
     done
 fi
@@ -89,7 +96,7 @@ tar -c --exclude=./.venv --exclude=./.prefect --exclude=./.git --exclude=./mlflo
 echo "standalone: $(date -u +%T)" >> "$out/run.txt"
 left=$((budget - SECONDS - 20))
 if [ "$left" -gt 30 ]; then
-    (cd "$copy" && step standalone "$left" "$OLDPWD/.venv/bin/python" -m flows.standalone run "$params" --generations 1)
+    (cd "$copy" && step standalone "$left" "$OLDPWD/.venv/bin/python" -m flows.standalone run "$params" --generations 1 "${sets[@]}")
 else
     echo "standalone: skipped, $SECONDS s of $budget gone" >> "$out/run.txt"
 fi

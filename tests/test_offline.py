@@ -97,7 +97,8 @@ def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path,
     over a venv's interpreter (as a CUDA image's python3 is one): that venv's packages (here this one's) seen
     beneath .venv, the archive's wheels and zero in it; then infra/gpu-line.sh starts the servers, runs a
     generation as a flow run of zero-generation (`run`) or of zero-loop (`loop`) and the next one by
-    flows.standalone in a copy, and writes their records and the MLflow store to OUT. About 4 minutes on a
+    flows.standalone in a copy, both with ZERO_GPU_SET's settings over the params file, and writes their
+    records and the MLflow store to OUT. About 4 minutes on a
     shared core: the install compiles zero's kernels in the copy, and the servers start as on the GPU box."""
     work = tmp_path / "work"
     tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -119,7 +120,8 @@ def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path,
     assert sys.prefix != sys.base_prefix  # the tests' interpreter is a venv's, as the GPU image's python3 is
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path), "PYTHON": sys.executable,
            "ZERO_OFFLINE_ARCHIVE": str(archive),
-           "PREFECT_PORT": str(_free_port()), "MLFLOW_PORT": str(_free_port()), "ZERO_GPU_LINE_SECONDS": "900"}
+           "PREFECT_PORT": str(_free_port()), "MLFLOW_PORT": str(_free_port()), "ZERO_GPU_LINE_SECONDS": "900",
+           "ZERO_GPU_SET": "gate.games=6"}  # set over the params file, for the flow and the standalone alike
     out = tmp_path / "out"
     installed = subprocess.run(["bash", "infra/offline-install.sh", str(archive)], cwd=work, capture_output=True,
                                text=True, env=env)
@@ -145,6 +147,8 @@ def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path,
     flow = records[0]["record"]
     assert flow["git_commit"] == "none" and flow["remote"]["pushed"] and flow["mlflow_run_id"]
     assert records[1]["record"]["games"] > 0
+    assert "params: params-smoke.yaml with gate.games=6" in run, run
+    assert [sum(r["record"]["gate"][k] for k in ("wins", "losses", "draws")) for r in records] == [6, 6]
     served = (out / "flow.log").read_text()
     assert (out / "mlflow.db.xz").stat().st_size > 0 and "zero-generation" in served
     assert ("for flow 'zero-loop'" in served) == (mode == "loop")
