@@ -210,6 +210,7 @@ def visits_per_move(params, model: str, seconds: float, positions: int = 3, seed
     """
     from zero.engine import Engine, EngineConfig
     from zero.games.go import GoPosition
+    from zero.inference import cpu_model
     from zero.network import set_threads
 
     set_threads(params.gate.threads)
@@ -227,8 +228,6 @@ def visits_per_move(params, model: str, seconds: float, positions: int = 3, seed
         for _ in range(20 if k < positions - 1 else 0):
             position = position.play(engine.genmove(position, seconds=min(seconds, 0.2), resign=False))
     median = sorted(s["visits"] for s in samples)[len(samples) // 2]
-    from zero.inference import cpu_model
-
     return {"visits": max(1, median), "seconds_per_move": seconds,
             "visits_per_second": round(median / seconds, 1), "samples": samples,
             "threads": params.gate.threads, "cpu": cpu_model()}
