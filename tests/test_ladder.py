@@ -281,12 +281,12 @@ def test_shipped_champions_load_and_are_the_default_player(capsys):
 
 
 def _params_with(cli_args: list[str]):
-    """The params `zero` reads with these --set arguments, as zero.cli does."""
-    from pathlib import Path
+    """The params `zero` reads with these --set arguments (zero.cli's own reading of them)."""
+    from argparse import Namespace
 
-    from zero.config import load_params
+    from zero.cli import _params
 
-    return load_params("params.yaml" if Path("params.yaml").is_file() else None, cli_args[1::2])
+    return _params(Namespace(params=None, set=cli_args[1::2]))
 
 
 def test_a_ladder_at_a_time_a_move_plays_at_the_visits_that_time_buys(tmp_path, capsys):
