@@ -396,6 +396,20 @@ def test_genmove_for_either_colour_at_any_time(params):
     assert r[:2] == ["= ", "= "] and r[6:8] == ["= ", "= "] and r[9] == "= "
 
 
+def test_genmove_plays_the_search_s_lcb_choice_when_the_params_ask_for_it():
+    import numpy as np
+
+    from zero.engine import Engine, EngineConfig
+
+    lcb = load_params(None, TINY + ["mcts.lcb_stdevs=1", "mcts.lcb_min_visit_share=0.05", "mcts.c_puct=5"])
+    engine = Engine(EngineConfig.from_params(lcb, 60), checkpoint=None, seed=0)
+    gtp = GtpEngine(engine)
+    move = vertex_to_point(gtp.handle("genmove b")[2:].strip(), 9, 9)
+    tree, root = engine._search.tree, np.zeros(1, np.int32)
+    assert move == tree.best_actions(root, 1.0, 0.05)[0]
+    assert (tree.N[0, 0] >= 0.05 * tree.N[0, 0].max()).sum() >= 2  # a choice was there to make
+
+
 def test_genmove_reuses_the_subtree_of_the_moves_played(params):
     import numpy as np
 

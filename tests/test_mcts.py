@@ -8,6 +8,7 @@ import pytest
 from zero.config import SearchConfig
 from zero.evaluator import NetworkEvaluator, UniformEvaluator, masked_softmax
 from zero.games.gomoku import GomokuGame, GomokuPosition
+from zero.gumbel import search_player
 from zero.mcts import Search, Tree, add_dirichlet_noise, puct_select
 
 
@@ -101,6 +102,7 @@ def test_backup_alternates_sign_along_the_path():
     assert t.root_visits(np.array([0]))[0] == 3
     visited = np.flatnonzero(t.N[0, 0])
     assert np.allclose(t.W[0, 0, visited] / t.N[0, 0, visited], -0.5)
+    assert np.allclose(t.W2[0, 0, visited] / t.N[0, 0, visited], 0.25)  # the squares: no variance
 
 
 def test_root_visits_reach_target_and_tree_stays_within_its_arrays():
@@ -202,12 +204,13 @@ def test_tree_reuse_keeps_the_subtree_statistics():
     t = search.tree
     a = int(t.N[0, 0].argmax())
     child = t.child[0, 0, a]
-    child_edges = t.N[0, child].copy(), t.W[0, child].copy(), t.P[0, child].copy()
+    child_edges = t.N[0, child].copy(), t.W[0, child].copy(), t.P[0, child].copy(), t.W2[0, child].copy()
     edge_visits = int(t.N[0, 0, a])
     t.advance(0, a)
     np.testing.assert_array_equal(t.N[0, 0], child_edges[0])
     np.testing.assert_array_equal(t.W[0, 0], child_edges[1])
     np.testing.assert_array_equal(t.P[0, 0], child_edges[2])
+    np.testing.assert_array_equal(t.W2[0, 0], child_edges[3])
     # the child's first visit expanded it; every later one went through one of its edges
     assert t.root_visits(np.array([0]))[0] == edge_visits - 1
     assert t.num_nodes[0] <= edge_visits
@@ -220,6 +223,43 @@ def test_tree_reuse_keeps_the_subtree_statistics():
     new_pos = pos.play(a)
     search.run(new_pos.batch, np.array([0]))
     assert t.root_visits(np.array([0]))[0] == 200
+
+
+def test_lcb_plays_the_edge_whose_bound_is_highest_among_those_with_enough_visits():
+    # a0: 100 visits, Q 0.1, values 0.1 +- 0.5 (var 0.2525): bound 0.1 - 3 * sqrt(0.2525 / 100) = -0.051
+    # a1: 40 visits, Q 0.3, every value 0.3: bound 0.3, played
+    # a2: 5 visits, Q 0.9: under 0.1 of the most visited's visits, never played
+    t = tree_with_root([100, 40, 5], [10.0, 12.0, 4.5], [0.4, 0.4, 0.2])
+    t.W2[0, 0] = [100 * (0.01 + 0.25), 40 * 0.09, 5 * 0.81]
+    slots = np.array([0])
+    assert t.best_actions(slots)[0] == 0  # off: the most visited
+    assert t.best_actions(slots, lcb_stdevs=3.0)[0] == 1
+    assert t.best_actions(slots, lcb_stdevs=3.0, lcb_min_visit_share=0.5)[0] == 0  # a1 under half of a0's
+    assert t.best_actions(slots, lcb_stdevs=3.0, lcb_min_visit_share=0.04)[0] == 2
+    # a noisy a1 (values 0.3 +- 1) bounds below a0: 0.3 - 3 * sqrt((1.09 - 0.09) * 40 / 39 / 40) = -0.18
+    t.W2[0, 0, 1] = 40 * (0.09 + 1.0)
+    assert t.best_actions(slots, lcb_stdevs=3.0)[0] == 0
+
+
+def test_a_player_with_lcb_plays_the_edge_with_the_highest_bound():
+    pos = _positions()[1]
+    game = pos.game
+    config = SearchConfig(visits=200, lcb_stdevs=1.0, lcb_min_visit_share=0.05)
+    player = search_player("lcb", FixedEvaluator(game.num_actions), config)
+    batch = game.new_batch(1)
+    game.copy_slot(pos.batch, 0, batch, 0)
+    player.start(game, batch, 1)
+    slots = np.array([0])
+    choice = player.choose(slots, np.zeros(1, bool), [np.random.default_rng(0)])
+    t = player.search.tree
+    n, w, w2 = (x[0, 0].astype(np.float64) for x in (t.N, t.W, t.W2))
+    eligible = (n >= 2) & (n >= 0.05 * n.max())
+    q = w / np.maximum(n, 1)
+    bound = np.where(eligible, q - np.sqrt(np.maximum(w2 - w * q, 0) / np.maximum(n - 1, 1) / np.maximum(n, 1)),
+                     -np.inf)
+    assert eligible.sum() >= 2
+    assert choice.actions[0] == bound.argmax()
+    assert np.all(w2 >= w * q - 1e-4)  # each edge's squares bound its mean's: a real variance
 
 
 def test_dirichlet_noise_only_touches_legal_root_priors():

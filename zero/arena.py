@@ -70,9 +70,10 @@ def game_seed(seed: int, index: int) -> int:
     return int(np.random.SeedSequence([seed, index]).generate_state(1, np.uint32)[0])
 
 
-def choose_moves(policy: np.ndarray, sample: np.ndarray, rngs: list) -> np.ndarray:
-    """Sample ∝ visits (temperature 1) where `sample`, else the most visited action."""
-    actions = policy.argmax(axis=1)
+def choose_moves(policy: np.ndarray, sample: np.ndarray, rngs: list, best: np.ndarray | None = None) -> np.ndarray:
+    """Sample ∝ visits (temperature 1) where `sample`, else `best` (the search's choice, Tree.best_actions),
+    or without it the most visited action."""
+    actions = policy.argmax(axis=1) if best is None else np.array(best, np.int64)
     for i in np.flatnonzero(sample):
         p = policy[i].astype(np.float64)
         actions[i] = rngs[i].choice(len(p), p=p / p.sum())
@@ -237,7 +238,9 @@ class MCTSPlayer:
         else:
             policy = self.search.tree.root_policy(slots)
         root_v, best_q = self.search.tree.root_values(slots)
-        return Choice(choose_moves(policy, sample, rngs), np.maximum(root_v, best_q), policy, full)
+        c = self.config
+        best = self.search.tree.best_actions(slots, c.lcb_stdevs, c.lcb_min_visit_share) if c.lcb_stdevs > 0 else None
+        return Choice(choose_moves(policy, sample, rngs, best), np.maximum(root_v, best_q), policy, full)
 
     def _step(self, slots: np.ndarray, sample: np.ndarray, rngs: list) -> Choice:
         """step_rounds rounds of the slots' searches, those that start here drawing their caps and noise;

@@ -299,6 +299,9 @@ class SearchConfig:
     leaf_batches_in_flight: with leaf_batch > 1, batches at the evaluator at once (Search._run_in_flight).
     fill_own_eyes: False leaves the side to move's own single-point eyes out of the moves searched (Go).
     early_passes: False searches a pass only as a reply to a pass or when no other move is searched (Go).
+    lcb_stdevs, lcb_min_visit_share: the move played without sampling (zero.tree.Tree.best_actions): 0, the
+        most visited; else the highest lower confidence bound of Q among the edges with that share of the
+        most visited one's visits.
     """
 
     visits: int
@@ -316,6 +319,8 @@ class SearchConfig:
     leaf_batches_in_flight: int = 1
     fill_own_eyes: bool = True
     early_passes: bool = True
+    lcb_stdevs: float = 0.0
+    lcb_min_visit_share: float = 0.1
 
 
 class MCTSConfig(_Section):
@@ -362,12 +367,21 @@ class MCTSConfig(_Section):
     # reply to a pass is still searched, and the search counts the game a second pass would end exactly.
     # true: off (AlphaGo Zero's search, where a pass is one more move).
     early_passes: bool = _bool(True, switch=True)
+    # The move played where none is sampled (after the temperature moves, in matches, the ladder and over
+    # GTP): 0, the most visited (the paper); else the edge with the highest lower confidence bound
+    # Q - lcb_stdevs * sqrt(var / N) of the values backed up through it, among the edges with at least
+    # lcb_min_visit_share of the most visited one's visits (Leela Zero's and KataGo's move choice). The
+    # search and the policy targets are unchanged. PUCT roots only.
+    lcb_stdevs: float = _float(0.0, ge=0, le=20, switch=True)
+    lcb_min_visit_share: float = _float(0.1, gt=0, le=1, switch=True)
 
     @model_validator(mode="after")
     def _late_passes_keep_eyes(self) -> "MCTSConfig":
         if not self.early_passes and self.fill_own_eyes:
             raise ValueError("early_passes=false needs fill_own_eyes=false: a side whose only moves left are "
                              "its own eyes would have to fill them instead of passing")
+        if self.lcb_stdevs > 0 and self.root == "gumbel":
+            raise ValueError("lcb_stdevs needs root: puct (Gumbel search chooses its move by sequential halving)")
         return self
 
     def search(self, visits: int) -> SearchConfig:
@@ -378,7 +392,8 @@ class MCTSConfig(_Section):
                             gumbel_considered=self.gumbel_considered, gumbel_c_visit=self.gumbel_c_visit,
                             gumbel_c_scale=self.gumbel_c_scale, leaf_batch=self.leaf_batch,
                             leaf_batches_in_flight=self.leaf_batches_in_flight,
-                            fill_own_eyes=self.fill_own_eyes, early_passes=self.early_passes)
+                            fill_own_eyes=self.fill_own_eyes, early_passes=self.early_passes,
+                            lcb_stdevs=self.lcb_stdevs, lcb_min_visit_share=self.lcb_min_visit_share)
 
 
 class _ComputeSection(_Section):

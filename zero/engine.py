@@ -204,7 +204,8 @@ class Engine:
             return None
         if not policy.any():  # a finished game: nothing was searched
             return self.game.pass_action if self.game.pass_action >= 0 else None
-        return int(policy.argmax())
+        c = self.config.search
+        return int(self._search.tree.best_actions(np.zeros(1, np.int32), c.lcb_stdevs, c.lcb_min_visit_share)[0])
 
     def _resigns(self, position, value: float) -> bool:
         """Count this move toward a resignation: True once the confirmed-loss rule holds."""

@@ -54,7 +54,7 @@ def _select(tree, slots, c_puct, fpu_reduction, fpu_value, forced_k, root_action
 @numba.njit(cache=True)
 def _expand_backup(tree, slots, leaves, priors, values, legal, terminal_values):
     """Expand each leaf with its priors (or mark it finished) and back its value up the path."""
-    N, W, P, parent, action = tree.N, tree.W, tree.P, tree.parent, tree.action
+    N, W, W2, P, parent, action = tree.N, tree.W, tree.W2, tree.P, tree.parent, tree.action
     expanded, terminal, value = tree.expanded, tree.terminal, tree.value
     A = N.shape[2]
     for i in range(slots.shape[0]):
@@ -82,6 +82,7 @@ def _expand_backup(tree, slots, leaves, priors, values, legal, terminal_values):
             v = -v  # the edge belongs to the player at p, the opponent of the player at node
             N[b, p, a] += 1
             W[b, p, a] += v
+            W2[b, p, a] += v * v
             node = p
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from numba.core import types
 from numba.experimental import structref
 
-FIELDS = ("N", "W", "P", "child", "parent", "action", "expanded", "terminal", "value", "num_nodes")
+FIELDS = ("N", "W", "W2", "P", "child", "parent", "action", "expanded", "terminal", "value", "num_nodes")
 
 
 @structref.register
@@ -34,23 +34,25 @@ class Tree(structref.StructRefProxy):
 
     __slots__ = ("_arrays",)
 
-    def __new__(cls, N, W, P, child, parent, action, expanded, terminal, value, num_nodes) -> "Tree":
-        tree = _new_tree(N, W, P, child, parent, action, expanded, terminal, value, num_nodes)
-        tree._arrays = (N, W, P, child, parent, action, expanded, terminal, value, num_nodes)
+    def __new__(cls, N, W, W2, P, child, parent, action, expanded, terminal, value, num_nodes) -> "Tree":
+        tree = _new_tree(N, W, W2, P, child, parent, action, expanded, terminal, value, num_nodes)
+        tree._arrays = (N, W, W2, P, child, parent, action, expanded, terminal, value, num_nodes)
         return tree
 
     N = property(lambda self: self._arrays[0], doc="[B, M, A] int32, edge visit counts")
     W = property(lambda self: self._arrays[1], doc="[B, M, A] float32, edge total value, chooser's view")
-    P = property(lambda self: self._arrays[2], doc="[B, M, A] float32, edge priors; -1 where the action is illegal")
-    child = property(lambda self: self._arrays[3], doc="[B, M, A] int32, child node of each edge, -1 if none")
-    parent = property(lambda self: self._arrays[4], doc="[B, M] int32")
-    action = property(lambda self: self._arrays[5], doc="[B, M] int32, action from the parent")
-    expanded = property(lambda self: self._arrays[6], doc="[B, M] bool")
-    terminal = property(lambda self: self._arrays[7], doc="[B, M] float32, game value at a finished node "
+    W2 = property(lambda self: self._arrays[2], doc="[B, M, A] float32, edge total of the squared values "
+                                                   "(their variance, for the lower confidence bound)")
+    P = property(lambda self: self._arrays[3], doc="[B, M, A] float32, edge priors; -1 where the action is illegal")
+    child = property(lambda self: self._arrays[4], doc="[B, M, A] int32, child node of each edge, -1 if none")
+    parent = property(lambda self: self._arrays[5], doc="[B, M] int32")
+    action = property(lambda self: self._arrays[6], doc="[B, M] int32, action from the parent")
+    expanded = property(lambda self: self._arrays[7], doc="[B, M] bool")
+    terminal = property(lambda self: self._arrays[8], doc="[B, M] float32, game value at a finished node "
                                                           "(side to move's view), NaN otherwise")
-    value = property(lambda self: self._arrays[8], doc="[B, M] float32, network value of the node "
+    value = property(lambda self: self._arrays[9], doc="[B, M] float32, network value of the node "
                                                        "(side to move's view)")
-    num_nodes = property(lambda self: self._arrays[9], doc="[B] int32, nodes in use")
+    num_nodes = property(lambda self: self._arrays[10], doc="[B] int32, nodes in use")
 
     @classmethod
     def allocate(cls, batch_size: int, max_nodes: int, num_actions: int) -> "Tree":
@@ -58,6 +60,7 @@ class Tree(structref.StructRefProxy):
         return cls(
             N=np.zeros(shape3, np.int32),
             W=np.zeros(shape3, np.float32),
+            W2=np.zeros(shape3, np.float32),
             P=np.zeros(shape3, np.float32),
             child=np.full(shape3, -1, np.int32),
             parent=np.full((batch_size, max_nodes), -1, np.int32),
@@ -94,6 +97,29 @@ class Tree(structref.StructRefProxy):
         n = self.N[slots, 0, :].astype(np.float32)
         return n / np.maximum(n.sum(axis=1, keepdims=True), 1.0)
 
+    def best_actions(self, slots: np.ndarray, lcb_stdevs: float = 0.0, lcb_min_visit_share: float = 0.1) -> np.ndarray:
+        """[len(slots)] int: the move each root's search chooses to play.
+
+        lcb_stdevs 0: the most visited edge (the paper). Else the edge whose value has the highest lower
+        confidence bound, Q - lcb_stdevs * sqrt(var / N) over the values backed up through it, among the
+        edges with at least 2 visits and lcb_min_visit_share of the most visited one's (Leela Zero's and
+        KataGo's move choice): a move the search found better late, with too few visits to be the most
+        visited, is played when its bound says it is better. Ties go to the lowest action.
+        """
+        n = self.N[slots, 0, :]
+        most = n.argmax(axis=1)
+        if lcb_stdevs <= 0.0:
+            return most
+        nf = n.astype(np.float64)
+        w = self.W[slots, 0, :].astype(np.float64)
+        w2 = self.W2[slots, 0, :].astype(np.float64)
+        q = w / np.maximum(nf, 1.0)
+        var = np.maximum(w2 - w * q, 0.0) / np.maximum(nf - 1.0, 1.0)
+        lcb = q - lcb_stdevs * np.sqrt(var / np.maximum(nf, 1.0))
+        eligible = (n >= 2) & (nf >= lcb_min_visit_share * nf.max(axis=1, keepdims=True))
+        best = np.where(eligible, lcb, -np.inf).argmax(axis=1)
+        return np.where(eligible.any(axis=1), best, most)
+
     def root_values(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(root value, value of the most visited child), both from the root player's view."""
         n = self.N[slots, 0, :]
@@ -110,15 +136,16 @@ structref.define_proxy(Tree, TreeType, list(FIELDS))
 
 
 @numba.njit(cache=True)
-def _new_tree(N, W, P, child, parent, action, expanded, terminal, value, num_nodes):
+def _new_tree(N, W, W2, P, child, parent, action, expanded, terminal, value, num_nodes):
     """The structref of the arrays (compiled once, then read from numba's cache)."""
-    return Tree(N, W, P, child, parent, action, expanded, terminal, value, num_nodes)
+    return Tree(N, W, W2, P, child, parent, action, expanded, terminal, value, num_nodes)
 
 
 @numba.njit(cache=True)
 def _reset_root(tree, b):
     tree.N[b, 0, :] = 0
     tree.W[b, 0, :] = 0.0
+    tree.W2[b, 0, :] = 0.0
     tree.child[b, 0, :] = -1
     tree.expanded[b, 0] = False
     tree.terminal[b, 0] = np.nan
@@ -128,7 +155,7 @@ def _reset_root(tree, b):
 @numba.njit(cache=True)
 def _promote(tree, b, a):
     """Re-root slot b's tree at the child of edge a, renumbering its subtree from 0."""
-    N, W, P, child, parent, action = tree.N, tree.W, tree.P, tree.child, tree.parent, tree.action
+    N, W, W2, P, child, parent, action = tree.N, tree.W, tree.W2, tree.P, tree.child, tree.parent, tree.action
     expanded, terminal, value = tree.expanded, tree.terminal, tree.value
     root = child[b, 0, a]
     if root < 0 or not expanded[b, root]:
@@ -153,6 +180,7 @@ def _promote(tree, b, a):
     order = order[:count]
     n_old = N[b][order].copy()
     w_old = W[b][order].copy()
+    w2_old = W2[b][order].copy()
     p_old = P[b][order].copy()
     c_old = child[b][order].copy()
     par_old = parent[b][order].copy()
@@ -163,6 +191,7 @@ def _promote(tree, b, a):
     for j in range(count):
         N[b, j, :] = n_old[j]
         W[b, j, :] = w_old[j]
+        W2[b, j, :] = w2_old[j]
         P[b, j, :] = p_old[j]
         for k in range(N.shape[2]):
             c = c_old[j, k]

@@ -111,5 +111,6 @@ def new_child(tree, b, node, a):
     for k in range(tree.N.shape[2]):
         tree.N[b, c, k] = 0
         tree.W[b, c, k] = 0.0
+        tree.W2[b, c, k] = 0.0
         tree.child[b, c, k] = -1
     return c
