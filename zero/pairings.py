@@ -227,7 +227,8 @@ def paired(dir_a: str | Path, a: str, dir_b: str | Path, b: str) -> list[dict]:
         })
     if not rows:
         raise LadderError(f"{a} in {dir_a} and {b} in {dir_b} played no opponent on the same starts "
-                          f"(the same {', '.join(STARTS)})")
+                          f"(the same {', '.join(STARTS)}; a ladder's i-th opponent plays on its seed + i, "
+                          "so list the opponents in the same order)")
     return rows
 
 
