@@ -164,6 +164,9 @@ def _settings(r: dict) -> str:
         parts.append(f"komi {r['komi']:g}")
     if r.get("opening_moves"):
         parts.append(f"{r['opening_moves']} opening moves")
+    lcb = (r.get("search") or {}).get("lcb_stdevs")
+    if lcb:  # a move choice other than the most visited (mcts.lcb_stdevs)
+        parts.append(f"the move by its lower confidence bound ({lcb:g} sd)")
     return ", ".join(parts) + _starts(r)
 
 

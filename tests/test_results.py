@@ -45,7 +45,7 @@ def repo(tmp_path):
     for b, wins in (("gnugo-l1", 15), ("mcts-500", 20), ("random", 20)):
         write_pairing(ladder, {"a": "g3", "b": b, "a_sha256": SHA[2], "wins": wins, "losses": 20 - wins, "draws": 0,
                                "games": 20, "visits": 200, "komi": 7.5, "opening_moves": 2, "date": "2026-01-02",
-                               **starts.get(b, {})})
+                               **starts.get(b, {}), **({"search": {"lcb_stdevs": 5.0}} if b == "random" else {})})
     write_pairing(ladder, {"a": "gnugo-l1", "b": "mcts-500", "wins": 9, "losses": 1, "draws": 0,
                            "label": "calibration"})
     (ladder / "README.md").write_text("# Generation 3 against fixed opponents (2026-01-02)\n")
@@ -98,7 +98,8 @@ def test_every_result_is_placed_in_its_lineage_newest_first(repo):
     assert {r[0] for r in rows[1:]} == {"2026-01-02"} and "calibration" not in _generated(repo / "docs/strength.md")
     assert rows[3][5] == "20 games, 200 visits, komi 7.5, 2 opening moves, the usual starts"
     assert rows[2][5] == "20 games, 200 visits, komi 7.5, 2 opening moves, fresh starts"
-    assert rows[1][5] == "20 games, 200 visits, komi 7.5, 2 opening moves"  # a record that names no seed
+    # a record that names no seed, played with the move chosen by its lower confidence bound
+    assert rows[1][5] == "20 games, 200 visits, komi 7.5, 2 opening moves, the move by its lower confidence bound (5 sd)"
     assert rows[3][7] == "[go-9-g3-ladder](strength/go-9-g3-ladder/README.md)"
 
 
