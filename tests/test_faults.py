@@ -514,8 +514,8 @@ def test_a_second_run_is_refused_then_the_killed_run_is_retried_without_losing_o
     assert record["selfplay"]["shards_reused"] >= len(done)
     # the shards the killed attempt finished are counted in the generation's compute, at their CPU time
     spent = sum(json.loads((gen / "spent" / f"selfplay-{name[6:9]}.json").read_text())["cpu_s"] for name in done)
-    assert spent > 0  # the record keeps tenths of a second: compare at that precision
-    assert record["compute"]["cpu_s_by_stage"]["earlier_attempts"] >= round(spent, 1)
+    assert spent > 0  # the record keeps tenths of a second, rounded: at most 0.05 s under the sum
+    assert record["compute"]["cpu_s_by_stage"]["earlier_attempts"] >= spent - 0.05 - 1e-9
     print(f"killed with {len(done)} of 4 shards done; the retry reused {record['selfplay']['shards_reused']}")
     assert len(list((gen / "games/sgf").rglob("*.sgf"))) == 4 * 24
     assert not list((gen / "games").rglob("*.tmp"))

@@ -194,7 +194,8 @@ class Engine:
         return s.tree.root_policy(slots)[0], float(max(root_v[0], best_q[0]))
 
     def genmove(self, position, seconds: float | None = None, resign: bool = True) -> int | None:
-        """The most visited action for the side to move in `position`, or None to resign.
+        """The action for the side to move in `position` (the most visited, or with `mcts.lcb_stdevs` the
+        search's lower-confidence-bound choice), or None to resign.
 
         Never in the opening (before `resign_min_move`), and only on a value that the searches of
         `resign_moves` own moves in a row put below `resign_threshold`.
@@ -205,6 +206,8 @@ class Engine:
         if not policy.any():  # a finished game: nothing was searched
             return self.game.pass_action if self.game.pass_action >= 0 else None
         c = self.config.search
+        if c.lcb_stdevs <= 0:
+            return int(policy.argmax())
         return int(self._search.tree.best_actions(np.zeros(1, np.int32), c.lcb_stdevs, c.lcb_min_visit_share)[0])
 
     def _resigns(self, position, value: float) -> bool:
