@@ -12,7 +12,7 @@
 # flow and standalone alike (as `make run OVERRIDES=...`; each generation's params.yaml records them), e.g.
 #   ZERO_GPU_SET="pipeline.selfplay_shards=8 selfplay.threads=2 selfplay.concurrent_games=1024"
 # From the repository root:
-#   bash infra/gpu-line.sh OUT [PARAMS] [FLOW_GENERATIONS] [MODE]     (defaults: params-gpu.yaml, 2, run)
+#   bash infra/gpu-line.sh OUT [PARAMS] [FLOW_GENERATIONS] [MODE]     (defaults: params-gpu.yaml, 2, run; 0: the standalone alone)
 # OUT gets at most eight files: run.txt (the machine, each step's time, flows.timeline's table of where a
 # generation's time went in the flow and standalone), log.txt (every step's output),
 # smi.csv, generations.json (each flow generation's record, then the standalone one's), flow.log (the serve
@@ -66,8 +66,10 @@ if command -v nvidia-smi >/dev/null; then
     trap 'kill $smi 2>/dev/null' EXIT
 fi
 step check 60 python -m flows.serve check --line-free "$params" "${sets[@]}" || exit 1
-step up 120 python -m flows.serve up || exit 1
-if [ "$mode" = loop ]; then  # one zero-loop run of the generations; watched until what the budget leaves the standalone
+if [ "$flow_generations" -gt 0 ]; then step up 120 python -m flows.serve up || exit 1; fi
+if [ "$flow_generations" -eq 0 ]; then
+    echo "flow: none asked for (the standalone generation alone)" >> "$out/run.txt"
+elif [ "$mode" = loop ]; then  # one zero-loop run of the generations; watched until what the budget leaves the standalone
     left=$((budget - SECONDS - 120))
     if [ "$left" -lt 60 ]; then
         echo "flow loop: skipped, $SECONDS s of $budget gone" >> "$out/run.txt"
@@ -93,6 +95,10 @@ cp .prefect/serve.log "$out/flow.log" 2>/dev/null
 # the same params in a copy of the workspace without the servers: the generation after the flow's last
 copy=$(mktemp -d)
 tar -c --exclude=./.venv --exclude=./.prefect --exclude=./.git --exclude=./mlflow.db . | tar -x -C "$copy"
+for gdir in "$copy"/gens/*/g*/; do  # a generation the flow left unfinished: the standalone makes its own, not reusing its shards
+    case $gdir in */g0000/) continue ;; esac
+    [ -f "$gdir/generation.json" ] || rm -rf "$gdir"
+done
 echo "standalone: $(date -u +%T)" >> "$out/run.txt"
 left=$((budget - SECONDS - 20))
 if [ "$left" -gt 30 ]; then
