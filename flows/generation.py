@@ -254,6 +254,7 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
             record["selfplay"]["actors"] = actors
         tracker.log_metrics(run_id, {k: v for k, v in recipe.items() if isinstance(v, (int, float))})
         tracker.log_metrics(run_id, {f"seconds_{k}": v for k, v in timeline.steps.items()})
+        tracker.log_metrics(run_id, evaluation_metrics(record["selfplay"]["nn_evals"], timeline.total()))
         timeline.lap("record")
         record = publish(gen, record, timeline)
         log.info("zero-generation: %s g%04d done in %.0fs: gate %s (%s%s); champion is version %s", tag, g,
@@ -265,6 +266,11 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         else:
             log.info("ladder: not after generation %d (ladder.every %d)", g, params.ladder.every)
     return record
+
+
+def evaluation_metrics(nn_evals: int, seconds: float) -> dict:
+    """The network's evaluations in this run's self-play, and their rate over the generation's wall time."""
+    return {"selfplay_nn_evals": nn_evals, "evals_per_s": nn_evals / seconds if seconds > 0 else 0.0}
 
 
 def generation_compute(seconds: float, params, flow_cpu_s: float, selfplay: list[dict], trained: dict,

@@ -50,6 +50,26 @@ def timelines(line_dir: Path, kind: str) -> dict[int, dict[str, float]]:
     return out
 
 
+def evaluations(line_dir: Path, kind: str) -> dict[int, int]:
+    """{generation: the network's evaluations in its self-play} of a line's folder, for the generations
+    whose record counts them and has a timeline."""
+    name = RECORD if kind == "flow" else STANDALONE
+    out = {}
+    for f in sorted(Path(line_dir).glob(f"g[0-9]*/{name}")):
+        record = read_json(f)
+        evals = record.get("nn_evals") if kind == "standalone" else record.get("selfplay", {}).get("nn_evals")
+        if record.get("timeline") and evals:
+            out[int(record["generation"])] = int(evals)
+    return out
+
+
+def evals_per_s(lines: dict[int, dict[str, float]], evals: dict[int, int] | None) -> float | None:
+    """Evaluations a second over the whole of the generations that count them (None: none does)."""
+    counted = [g for g in lines if evals and g in evals]
+    seconds = sum(sum(lines[g].values()) for g in counted)
+    return sum(evals[g] for g in counted) / seconds if counted and seconds > 0 else None
+
+
 def in_order(steps: dict[str, float]) -> dict[str, float]:
     """The steps in the order a generation runs them (records keep their keys sorted), others after."""
     rank = {k: i for i, k in enumerate(STEPS)}
@@ -65,16 +85,19 @@ def mean_steps(lines: dict[int, dict[str, float]]) -> dict[str, float]:
     return in_order({k: sum(v) / len(lines) for k, v in steps.items()})
 
 
-def overhead(flow: dict[int, dict[str, float]], alone: dict[int, dict[str, float]] | None = None) -> dict:
-    """The flow's mean timeline, the standalone one beside it, and the flow's share of the standalone rate."""
+def overhead(flow: dict[int, dict[str, float]], alone: dict[int, dict[str, float]] | None = None,
+             flow_evals: dict[int, int] | None = None, alone_evals: dict[int, int] | None = None) -> dict:
+    """The flow's mean timeline, the standalone one beside it, and the flow's share of the standalone rate;
+    with the generations' evaluations (`evaluations`), each side's evaluations a second over a generation."""
     if not flow:
         raise ValueError("no flow generation with a timeline")
     f = mean_steps(flow)
-    out = {"flow_generations": sorted(flow), "flow": f, "flow_total": sum(f.values())}
+    out = {"flow_generations": sorted(flow), "flow": f, "flow_total": sum(f.values()),
+           "flow_evals_per_s": evals_per_s(flow, flow_evals)}
     if alone:
         a = mean_steps(alone)
         out.update(standalone_generations=sorted(alone), standalone=a, standalone_total=sum(a.values()),
-                   rate=sum(a.values()) / sum(f.values()))
+                   rate=sum(a.values()) / sum(f.values()), standalone_evals_per_s=evals_per_s(alone, alone_evals))
     return out
 
 
@@ -94,6 +117,10 @@ def table(result: dict) -> str:
     if alone:
         head += (f"; standalone {', '.join(map(str, result['standalone_generations']))}: the flow makes "
                  f"{result['rate']:.0%} of the standalone generations an hour")
+    rates = [f"{side} {result[f'{key}_evals_per_s']:,.0f}" for side, key in (("flow", "flow"), ("standalone", "standalone"))
+             if result.get(f"{key}_evals_per_s")]
+    if rates:
+        rows.append(f"evaluations/s over a generation: {'; '.join(rates)}")
     return head + "\n" + "\n".join(rows)
 
 
@@ -104,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         result = overhead(timelines(args.flow, "flow"),
-                          timelines(args.standalone, "standalone") if args.standalone else None)
+                          timelines(args.standalone, "standalone") if args.standalone else None,
+                          evaluations(args.flow, "flow"),
+                          evaluations(args.standalone, "standalone") if args.standalone else None)
     except ValueError as e:
         print(f"flows.timeline: {args.flow}: {e}", file=sys.stderr)
         return 2

@@ -538,7 +538,8 @@ def generation_record(facts: GenerationFacts, tag: str, champ: dict, selfplay: l
         "generation": facts.generation, "game": tag, "params_hash": facts.params_hash,
         "flow_run_id": facts.flow_run_id, "champion_before": champ, "seeds": facts.seeds,
         "selfplay": {**{k: sum(s[k] for s in selfplay) for k in ("games", "positions", "resigned")},
-                     "shards_reused": sum(s["reused"] for s in selfplay)},
+                     "shards_reused": sum(s["reused"] for s in selfplay),
+                     "nn_evals": sum(s.get("nn_evals", 0) for s in selfplay if not s["reused"])},  # this run's shards
         "train": {**{k: train.get(k) for k in ("steps", "positions", "seed", "sha256", "final", "reuse", "holdout")},
                   **{k: train[k] for k in ("resumed_at_step",) if k in train}},
         "gate": gate, "data": data["hashes"], "mlflow_run_id": run_id, "model_version": version,

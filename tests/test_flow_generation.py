@@ -218,6 +218,7 @@ def test_shards_left_by_an_interrupted_run_are_kept(harness, workspace):
     stamp = g1.shard(1).stat().st_mtime_ns
     rec = zero_generation(params_file=SMOKE, workdir=str(workspace))
     assert rec["generation"] == 1 and rec["selfplay"]["games"] == 16
+    assert 0 < rec["selfplay"]["nn_evals"]  # shard 0's, played by this run; shard 1's are not counted again
     assert g1.shard(1).stat().st_mtime_ns == stamp
     assert stages.shard_stats(g1.shard(1))["sha256"] == left["sha256"]
 
@@ -327,4 +328,8 @@ def test_the_record_times_each_step_of_the_generation_and_the_run_holds_them(two
         assert on_disk["timeline"] == steps
         metrics = t.client.get_run(rec["mlflow_run_id"]).data.metrics
         assert metrics["seconds_selfplay"] == steps["selfplay"] and metrics["seconds_gate"] == steps["gate"]
+        # the network's evaluations in the generation's self-play, and their rate up to the record's writing
+        assert metrics["selfplay_nn_evals"] == rec["selfplay"]["nn_evals"] > rec["selfplay"]["positions"]
+        before_record = sum(v for k, v in steps.items() if k not in ("record", "publish"))
+        assert metrics["evals_per_s"] == pytest.approx(rec["selfplay"]["nn_evals"] / before_record, rel=0.01)
     assert timeline_main([str(root / "gens/gomoku-6x6x4")]) == 0

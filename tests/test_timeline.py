@@ -53,3 +53,26 @@ def test_a_folder_without_timelines_is_named(tmp_path, capsys):
     (tmp_path / "g0001" / timeline.RECORD).write_text(json.dumps({"generation": 1}))  # recorded before timelines
     assert timeline.main([str(tmp_path)]) == 2
     assert f"flows.timeline: {tmp_path}: no flow generation with a timeline" in capsys.readouterr().err
+
+
+def test_evaluations_a_second_count_the_generations_that_record_them(tmp_path, capsys):
+    flow, alone = tmp_path / "flow", tmp_path / "alone"
+    for g, steps, evals in ((1, {"selfplay": 100, "train": 50}, 3_000_000), (2, {"selfplay": 40, "train": 10}, None)):
+        d = flow / f"g{g:04d}"
+        d.mkdir(parents=True)
+        record = {"generation": g, "timeline": steps, "selfplay": {"games": 8}}
+        if evals:
+            record["selfplay"]["nn_evals"] = evals
+        (d / timeline.RECORD).write_text(json.dumps(record))  # generation 2 was recorded before the count
+    d = alone / "g0003"
+    d.mkdir(parents=True)
+    (d / timeline.STANDALONE).write_text(json.dumps({"generation": 3, "nn_evals": 2_400_000,
+                                                      "timeline": {"selfplay": 90, "train": 30}}))
+    assert timeline.evaluations(flow, "flow") == {1: 3_000_000}
+    result = timeline.overhead(timeline.timelines(flow, "flow"), timeline.timelines(alone, "standalone"),
+                               timeline.evaluations(flow, "flow"), timeline.evaluations(alone, "standalone"))
+    assert result["flow_evals_per_s"] == pytest.approx(3_000_000 / 150)  # generation 2's 50 s not counted
+    assert result["standalone_evals_per_s"] == pytest.approx(2_400_000 / 120)
+    assert timeline.main([str(flow), str(alone)]) == 0
+    assert "evaluations/s over a generation: flow 20,000; standalone 20,000" in capsys.readouterr().out
+    assert timeline.overhead(timeline.timelines(flow, "flow"))["flow_evals_per_s"] is None
