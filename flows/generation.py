@@ -231,9 +231,9 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         timeline.lap("champion")
         selfplay, actors = run_selfplay(gen, params, champ["sha256"])
         timeline.lap("selfplay")
-        data, pushed = record_dataset(gen)
+        window, recorded = record_dataset(gen)
         timeline.lap("dataset")
-        run_id, trained = run_train(tracker, gen, params, facts, champ, selfplay, data, pushed)
+        run_id, trained, data, pushed = run_train(tracker, gen, params, facts, champ, selfplay, window, recorded)
         timeline.lap("train")
         gate = run_gate(tracker, gen, params, champ, run_id, trained["sha256"])
         timeline.lap("gate")
@@ -256,7 +256,7 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         tracker.log_metrics(run_id, {f"seconds_{k}": v for k, v in timeline.steps.items()})
         tracker.log_metrics(run_id, evaluation_metrics(record["selfplay"]["nn_evals"], timeline.total()))
         timeline.lap("record")
-        record = publish(gen, record, timeline)
+        record = publish(gen, record, timeline, pushed)
         log.info("zero-generation: %s g%04d done in %.0fs: gate %s (%s%s); champion is version %s", tag, g,
                  record["seconds"], tracking.gate_text(gate), "PASSED" if gate["passed"] else "failed",
                  f"; refused: {gate['refused']}" if gate.get("refused") else "", promoted["champion_after"]["version"])
@@ -383,34 +383,43 @@ def run_selfplay(gen: Generation, params, champion_sha: str) -> tuple[list[dict]
     return results, reports
 
 
-def record_dataset(gen: Generation) -> tuple[dict, Callable[[], object]]:
-    """Write the window, record self-play and dataset in dvc.lock and start pushing them; the data hashes,
-    and the call that waits for the push (training runs meanwhile)."""
+def record_dataset(gen: Generation) -> tuple[dict, Callable[[], tuple[dict, list[str]]]]:
+    """Write the window; then, in a thread of the flow's process while the candidate trains, record self-play
+    and dataset in dvc.lock and push them. Returns the window's facts that need no DVC (window_sha256,
+    window_positions, window_shards) and the call that waits for the recording and the push and returns the
+    data's facts (lineage.window_facts) and the stages the push took to the remote."""
     window = stages.dataset(gen)
     names = [gen.stage("selfplay"), gen.stage("dataset")]
-    lineage.commit(gen.root, names)
-    return lineage.window_facts(gen, window), early_push(gen, names)
+
+    def commit_and_push() -> tuple[dict, list[str]]:
+        lineage.commit(gen.root, names)
+        data = lineage.window_facts(gen, window)
+        return data, names if push_once(gen, names) else []
+
+    return lineage.window_summary(gen, window), in_background(commit_and_push, "dvc-record")
 
 
-def run_train(tracker, gen: Generation, params, facts, champ: dict, selfplay: list[dict],
-              data: dict, pushed: Callable[[], object]) -> tuple[str, dict]:
-    """Open the generation's MLflow run and train the candidate in it; (run id, training summary). `pushed`
-    waits for the data's push before the candidate is recorded in dvc.lock (one dvc at a time in the repo)."""
-    from flows.tracking import log_candidate, open_generation_run
+def run_train(tracker, gen: Generation, params, facts, champ: dict, selfplay: list[dict], window: dict,
+              recorded: Callable[[], tuple[dict, list[str]]]) -> tuple[str, dict, dict, list[str]]:
+    """Open the generation's MLflow run and train the candidate in it; (run id, training summary, the data's
+    facts, the stages already pushed). `recorded` waits for the data's recording in dvc.lock and its push (they run beside the training:
+    one dvc at a time in the repo) before the candidate is recorded; the run's data tags follow it."""
+    from flows.tracking import data_run_tags, log_candidate, open_generation_run
 
-    run_id, resumed = open_generation_run(tracker, gen, params, facts, champ, data, selfplay)
-    args = (str(gen.root), gen.rel, facts.params_hash, champ["sha256"], data["window_sha256"], run_id, tracker.uri)
+    run_id, resumed = open_generation_run(tracker, gen, params, facts, champ, window, selfplay)
+    args = (str(gen.root), gen.rel, facts.params_hash, champ["sha256"], window["window_sha256"], run_id, tracker.uri)
     with _resources(params.pipeline.num_gpus):
         summary = _reused(train_task.submit(*args))
     if not gen.candidate.is_file() or stages.file_sha256(gen.candidate) != summary["sha256"]:
         with _resources(params.pipeline.num_gpus):
             summary = _reused(train_task.with_options(refresh_cache=True).submit(*args))
-    pushed()
+    data, pushed = recorded()
+    tracker.set_tags(run_id, data_run_tags(data))
     lineage.commit(gen.root, [gen.stage("train")])
     log_candidate(tracker, run_id, gen, summary)
     get_run_logger().info("train: candidate %s (sha256 %s), MLflow run %s%s", gen.candidate.name,
                           summary["sha256"][:12], run_id, " (resumed)" if resumed else "")
-    return run_id, summary
+    return run_id, summary, data, pushed
 
 
 def run_gate(tracker, gen: Generation, params, champ: dict, run_id: str, candidate_sha: str) -> dict:
@@ -459,29 +468,32 @@ def promote(tracker, gen: Generation, facts, run_id: str, candidate_sha: str, ga
     }
 
 
-def push_once(gen: Generation, names: list[str]) -> None:
-    """Push stages' outputs as soon as they are recorded, once: a refusal is logged, and the generation's last
-    push (publish), which is retried, takes them too."""
+def push_once(gen: Generation, names: list[str]) -> bool:
+    """Push stages' outputs as soon as they are recorded, once; whether they reached the remote. A refusal is
+    logged, and the generation's last push (publish), which is retried, takes them too."""
     try:
         push_task.with_options(retries=0)(str(gen.root), names)
+        return True
     except lineage.PushError as e:
         get_run_logger().warning("%s; pushed again at the end of generation %d", e, gen.g)
+        return False
 
 
-def early_push(gen: Generation, names: list[str]) -> Callable[[], object]:
-    """push_once in a thread of the flow's process while the generation goes on (on a Ray cluster too: the
-    workspace is this machine's); the call it returns waits for the push."""
-    pushing = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dvc-push")
-    # in the flow run's context, as Prefect's own thread runner submits a task run
-    future = pushing.submit(contextvars.copy_context().run, push_once, gen, names)
-    pushing.shutdown(wait=False)
+def in_background(fn: Callable[[], object], name: str) -> Callable[[], object]:
+    """fn in a thread of the flow's process while the generation goes on (on a Ray cluster too: the
+    workspace is this machine's), in the flow run's context as Prefect's own thread runner submits a task
+    run; the call it returns waits for fn and returns its result (or raises its error)."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+    future = pool.submit(contextvars.copy_context().run, fn)
+    pool.shutdown(wait=False)
     return future.result
 
 
-def publish(gen: Generation, record: dict, timeline: Timeline | None = None) -> dict:
+def publish(gen: Generation, record: dict, timeline: Timeline | None = None, pushed: list[str] = ()) -> dict:
     """Write the finished generation's record, then push its outputs (generation 1 also generation 0's) to the
-    default remote, retried; the record's `remote` says where and whether they reached it, and its `timeline`
-    (where the run that made it has one) each step's wall seconds, the push last.
+    default remote, retried, but for the stages `pushed` already took there; the record's `remote` says where
+    and whether they all reached it, and its `timeline` (where the run that made it has one) each step's wall
+    seconds, the push last.
 
     A remote still refusing after the retries fails the run with lineage.PushError and leaves `pushed: false`
     and the error in the record: the generation stays registered and on disk, and the next run of it (a retry
@@ -494,7 +506,7 @@ def publish(gen: Generation, record: dict, timeline: Timeline | None = None) -> 
         record["timeline"] = timeline.steps
     write_json(gen.record_file, record)  # the generation has finished; what remains is its push
     try:
-        record["remote"].update(push_task(str(gen.root), names))
+        record["remote"].update(push_task(str(gen.root), [n for n in names if n not in pushed]))
     except lineage.PushError as e:
         record["remote"]["error"] = str(e)
         write_json(gen.record_file, record)

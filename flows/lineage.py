@@ -158,15 +158,25 @@ def out_hashes(root: str | Path, stage: str) -> dict[str, str]:
     return {o["path"]: o.get("md5", "") for o in lock_entry(root, stage).get("outs", [])}
 
 
+def window_summary(gen, window: dict) -> dict:
+    """What generation `gen` trains on, before DVC records it: window_sha256, window_positions, window_shards."""
+    from zero.shards import file_sha256
+
+    return {
+        "window_sha256": file_sha256(gen.window_file),
+        "window_positions": sum(s["positions"] for s in window["shards"]),
+        "window_shards": len(window["shards"]),
+    }
+
+
 def window_facts(gen, window: dict) -> dict:
     """What generation `gen` trains on, once its window is recorded in dvc.lock.
 
     Returns hashes ({generation name: md5 of its games in dvc.lock} for each generation
-    in the window; `carried`: the md5 of the window generation 0 carried in), window_sha256,
-    window_positions, window_shards and dvc_lock_sha256.
+    in the window; `carried`: the md5 of the window generation 0 carried in), dvc_lock_sha256 and
+    window_summary's facts.
     """
     from flows.layout import Generation
-    from zero.shards import file_sha256
 
     hashes = {}
     for g in sorted({s["generation"] for s in window["shards"]}):
@@ -176,13 +186,7 @@ def window_facts(gen, window: dict) -> dict:
             continue
         other = Generation(gen.root, gen.tag, g)
         hashes[other.name] = out_hashes(gen.root, other.stage("selfplay")).get(f"{other.rel}/games", "")
-    return {
-        "hashes": hashes,
-        "window_sha256": file_sha256(gen.window_file),
-        "window_positions": sum(s["positions"] for s in window["shards"]),
-        "window_shards": len(window["shards"]),
-        "dvc_lock_sha256": lock_sha256(gen.root),
-    }
+    return {"hashes": hashes, **window_summary(gen, window), "dvc_lock_sha256": lock_sha256(gen.root)}
 
 
 def lock_sha256(root: str | Path) -> str:

@@ -374,18 +374,22 @@ def gate_text(gate: dict) -> str:
             f"Elo {elo_text(gate['elo'])} [{elo_text(gate['elo_low'])}, {elo_text(gate['elo_high'])}]")
 
 
-def run_tags(facts: GenerationFacts, champ: dict, data: dict) -> dict:
-    """Tags of a generation's run as it opens: the champion it starts from, data, seeds, flow run, code."""
+def run_tags(facts: GenerationFacts, champ: dict, window: dict) -> dict:
+    """Tags of a generation's run as it opens: the champion it starts from, its window, seeds, flow run, code."""
     return {
         f"{TAG}champion_version": champ["version"],
         f"{TAG}champion_sha256": champ["sha256"],
-        f"{TAG}dvc_lock_sha256": data["dvc_lock_sha256"],
-        f"{TAG}window_sha256": data["window_sha256"],
+        f"{TAG}window_sha256": window["window_sha256"],
         **facts.seed_tags(),
         f"{TAG}flow_run_id": facts.flow_run_id,
-        **data_tags(data["hashes"]),
         **facts.code_tags(),
     }
+
+
+def data_run_tags(data: dict) -> dict:
+    """Tags of a generation's run once DVC has recorded its data: dvc.lock's sha256 and each generation's
+    games' md5 (lineage.window_facts)."""
+    return {f"{TAG}dvc_lock_sha256": data["dvc_lock_sha256"], **data_tags(data["hashes"])}
 
 
 def selfplay_metrics(selfplay: list[dict], data: dict) -> dict:
@@ -468,13 +472,14 @@ def champion_record(tracker: Tracker, gen, version) -> dict:
     return {"version": str(version.version), "generation": version.tags.get(f"{TAG}generation"), "sha256": local_sha}
 
 
-def open_generation_run(tracker: Tracker, gen, params, facts: GenerationFacts, champ: dict, data: dict,
+def open_generation_run(tracker: Tracker, gen, params, facts: GenerationFacts, champ: dict, window: dict,
                         selfplay: list[dict]) -> tuple[str, bool]:
-    """The generation's run (new, or the one an interrupted run left) with its tags, params and self-play."""
+    """The generation's run (new, or the one an interrupted run left) with its tags, params and self-play
+    (`window`: lineage.window_summary's facts; the data's tags follow once DVC has recorded it)."""
     run_id, resumed = tracker.generation_run(gen.g, facts.params_hash, {})
-    tracker.set_tags(run_id, run_tags(facts, champ, data))
+    tracker.set_tags(run_id, run_tags(facts, champ, window))
     tracker.log_params(run_id, params.model_dump(mode="json"))
-    tracker.log_metrics(run_id, selfplay_metrics(selfplay, data))
+    tracker.log_metrics(run_id, selfplay_metrics(selfplay, window))
     return run_id, resumed
 
 

@@ -16,7 +16,9 @@
 # OUT gets at most eight files: run.txt (the machine, each step's time, flows.timeline's table of where a
 # generation's time went in the flow and standalone), log.txt (every step's output),
 # smi.csv, generations.json (each flow generation's record, then the standalone one's), flow.log (the serve
-# process's log), mlflow.db.xz (the MLflow store, for the UI elsewhere).
+# process's log), mlflow.db.xz (the MLflow store, for the UI elsewhere), champion.pt (the flow's last
+# champion, whose making generations.json records: to measure it elsewhere, e.g. `zero match` against the
+# network it started from).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 out=${1:?usage: infra/gpu-line.sh OUT [PARAMS] [FLOW_GENERATIONS] [run|loop]}
@@ -122,6 +124,10 @@ for line in gens/*/; do  # where each generation's time went, the flow's beside 
     python -m flows.timeline "$line" "$copy/$line" >> "$out/run.txt" 2>&1
 done
 python -m flows.serve down >> "$out/log.txt" 2>&1
-python -c 'import lzma, sys; open(sys.argv[1], "wb").write(lzma.compress(open("mlflow.db", "rb").read()))' \
+[ -f mlflow.db ] && python -c 'import lzma, sys; open(sys.argv[1], "wb").write(lzma.compress(open("mlflow.db", "rb").read()))' \
     "$out/mlflow.db.xz" 2>> "$out/log.txt"
+last=$(ls -d gens/*/g[0-9]*/ 2>/dev/null | while read -r d; do [ -f "$d/generation.json" ] && echo "$d"; done | sort | tail -1)
+if [ -n "$last" ] && [ -f "$last/champion.pt" ]; then
+    cp "$last/champion.pt" "$out/champion.pt" && echo "champion.pt: the champion after ${last%/}" >> "$out/run.txt"
+fi
 date -u +%FT%TZ >> "$out/run.txt"

@@ -158,46 +158,45 @@ def steps_running(p: Pipeline, run_id: str) -> set[str]:
     return running
 
 
-def step_now(p: Pipeline, g: int, run_id: str, flow: int) -> str:
-    """The step generation g is in, from what the run shows: finished, DVC push, promotion, gate, training,
-    self-play, or between steps."""
+def steps_now(p: Pipeline, g: int, run_id: str, flow: int) -> list[str]:
+    """The steps generation g is in, from what the run shows, the first named first: finished, DVC push,
+    promotion, gate, training, self-play, or between steps. The data's DVC push runs beside the training,
+    so both can show at once."""
     d = generation_dir(p, g)
     if (d / "generation.json").is_file():
-        return "finished"
-    if dvc_children(flow, "push"):
-        return "DVC push"
+        return ["finished"]
+    now = ["DVC push"] if dvc_children(flow, "push") else []
     if (d / "champion.pt").is_file():
-        return "promotion"
+        return now + ["promotion"]
     running = steps_running(p, run_id)
-    for step, name in (("gate", "gate"), ("training", "train"), ("self-play", "selfplay")):
-        if name in running:
-            return step
-    return "between steps"
+    now += [step for step, name in (("gate", "gate"), ("training", "train"), ("self-play", "selfplay"))
+            if name in running]
+    return now or ["between steps"]
 
 
 def wait_step(p: Pipeline, g: int, run_id: str, flow: int, step: str, timeout: float = 600) -> bool:
     """Wait until generation g is in `step`; False if the run finished or its flow process ended first."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        now = step_now(p, g, run_id, flow)
-        if now == step:
+        now = steps_now(p, g, run_id, flow)
+        if step in now:
             return True
-        if now == "finished" or _dead(flow):
+        if now == ["finished"] or _dead(flow):
             return False
         time.sleep(0.02)
     raise AssertionError(f"generation {g} never reached {step}: {p.flow_run(run_id)['state']}")
 
 
-def kill(p: Pipeline, target: str, flow: int) -> str:
+def kill(p: Pipeline, target: str, flow: int, step: str | None = None) -> str:
     """kill -9 the target; returns what was killed. The worker is the process doing the step's work: a `dvc`
-    process when one runs, else a task worker of the pool; with neither, the flow process does the work."""
+    process when one runs (the training's task worker when `step` is training: the data's push runs beside
+    it), else a task worker of the pool; with neither, the flow process does the work."""
     serve = int((Path(p.env["PREFECT_HOME"]) / "serve.pid").read_text())
     if target == "worker":
-        dvc = dvc_children(flow)
-        if dvc:
+        dvc, alive = dvc_children(flow), workers(flow)
+        if dvc and not (step == "training" and alive):
             os.kill(dvc[0], signal.SIGKILL)
             return "dvc process"
-        alive = workers(flow)
         if alive:
             os.kill(alive[0], signal.SIGKILL)
             return "worker"
@@ -413,7 +412,7 @@ def test_a_worker_killed_mid_training_fails_the_run_and_retry_resumes_it(referen
     p, g = faulty, 4
     watch, run_id, flow = start_watched(p)
     assert wait_step(p, g, run_id, flow, "training")
-    assert kill(p, "worker", flow) == "worker"
+    assert kill(p, "worker", flow, "training") == "worker"
     how, _ = recover(p, run_id, watch)
     assert how != "completed by itself"
     check_generation(p, reference, g, run_id)
@@ -452,8 +451,9 @@ def test_seeded_kills_in_every_step_recover_to_the_uninterrupted_bytes(reference
         watch, run_id, flow = start_watched(p)
         reached = wait_step(p, g, run_id, flow, step)
         time.sleep(wait if reached else 0.0)
-        at = step_now(p, g, run_id, flow)
-        killed = "nothing (finished first)" if at == "finished" else kill(p, target, flow)
+        now = steps_now(p, g, run_id, flow)
+        at = step if step in now else now[0]
+        killed = "nothing (finished first)" if at == "finished" else kill(p, target, flow, at)
         print(f"generation {g}: killed {killed} {wait:.1f}s into {step} (at the kill: {at})", flush=True)
         how, _ = recover(p, run_id, watch)
         check_generation(p, reference, g, run_id)

@@ -298,19 +298,27 @@ def test_the_whole_run_is_re_created_from_generation_0_and_a_bad_input_is_refuse
     assert not (tmp_path / "bad").exists()  # refused before anything was written
 
 
-def test_the_data_is_pushed_by_a_task_run_of_the_generation_started_before_its_training(two_generations):
+def test_the_data_is_recorded_and_pushed_by_a_task_run_of_the_generation_beside_its_training(two_generations):
     root, records = two_generations
     for rec in records:
         runs = task_runs(rec["flow_run_id"])
         pushes = sorted((t for t in runs if t.name.startswith("dvc-push")), key=lambda t: t.start_time)
         train = next(t for t in runs if t.name.startswith("train"))
+        gate = min((t for t in runs if t.name.startswith("gate-part")), key=lambda t: t.start_time)
         promote = next(t for t in runs if t.name.startswith("promote"))
         # generation 1 also pushes generation 0's network; then the data, then everything at the end
         assert len(pushes) == (3 if rec["generation"] == 1 else 2), [t.name for t in runs]
         assert all(t.state.is_completed() for t in pushes)
         data_push, last_push = pushes[-2], pushes[-1]
-        assert data_push.start_time <= train.start_time  # started first; training does not wait for it
+        # the data's dvc commit and push run while the candidate trains (a dvc process each: the training
+        # started before they ended), and end before the candidate is recorded and gated
+        assert train.start_time < data_push.end_time <= gate.start_time
         assert last_push.start_time >= promote.end_time
+    # the run's data tags, set once DVC had recorded the data, are the record's
+    t = tracker_for(root)
+    for rec in records:
+        tags = t.client.get_run(rec["mlflow_run_id"]).data.tags
+        assert all(tags[f"zero.data.{name}"] == md5 for name, md5 in rec["data"].items())
 
 
 def test_the_record_times_each_step_of_the_generation_and_the_run_holds_them(two_generations):

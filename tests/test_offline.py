@@ -1,5 +1,6 @@
 """The pipeline for a machine without network access: infra/offline_bundle.py's archive and infra/offline-install.sh."""
 
+import hashlib
 import importlib.util
 import json
 import re
@@ -91,14 +92,15 @@ def _scripts_of_the_base(venv: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.integration
-@pytest.mark.parametrize("mode", ["run", "loop"])
+@pytest.mark.parametrize("mode", ["run", "loop", "alone"])
 def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path, mode):
     """A copy of the repository without .git (as a GPU box gets it), installed from an archive with no index
     over a venv's interpreter (as a CUDA image's python3 is one): that venv's packages (here this one's) seen
     beneath .venv, the archive's wheels and zero in it; then infra/gpu-line.sh starts the servers, runs a
     generation as a flow run of zero-generation (`run`) or of zero-loop (`loop`) and the next one by
     flows.standalone in a copy, both with ZERO_GPU_SET's settings over the params file, and writes their
-    records and the MLflow store to OUT. About 4 minutes on a
+    records, the MLflow store and the flow's champion to OUT (`alone`: no flow generation, no servers, the
+    standalone one alone). About 4 minutes on a
     shared core: the install compiles zero's kernels in the copy, and the servers start as on the GPU box."""
     work = tmp_path / "work"
     tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -128,11 +130,18 @@ def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path,
     assert installed.returncode == 0, installed.stderr[-2000:]
     assert "1 wheels" in installed.stdout and (work / ".venv" / ".zero-installed").is_file()
     _scripts_of_the_base(work / ".venv")
-    got = subprocess.run(["bash", "infra/gpu-line.sh", str(out), "params-smoke.yaml", "1", mode], cwd=work,
+    args = ["0", "run"] if mode == "alone" else ["1", mode]
+    got = subprocess.run(["bash", "infra/gpu-line.sh", str(out), "params-smoke.yaml", *args], cwd=work,
                          capture_output=True, text=True, env=env, timeout=1200)
     log = (out / "log.txt").read_text() if (out / "log.txt").is_file() else ""
     assert got.returncode == 0, got.stdout[-2000:] + got.stderr[-2000:] + log[-3000:]
     run = (out / "run.txt").read_text()
+    if mode == "alone":
+        assert "check: rc 0," in run and "standalone: rc 0," in run and "up: " not in run, run + log[-3000:]
+        records = json.loads((out / "generations.json").read_text())
+        assert [(r["kind"], r["record"]["generation"]) for r in records] == [("standalone", 1)]
+        assert records[0]["record"]["nn_evals"] > 0 and not (out / "champion.pt").exists()
+        return
     for step in ("check", "up", "flow-1" if mode == "run" else "flow-loop", "standalone"):
         assert f"{step}: rc 0," in run, run + log[-3000:]
     # where the time went: the flow's generation beside the standalone one, step by step (flows.timeline)
@@ -146,6 +155,11 @@ def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path,
     assert [(r["kind"], r["record"]["generation"]) for r in records] == [("flow", 1), ("standalone", 2)]
     flow = records[0]["record"]
     assert flow["git_commit"] == "none" and flow["remote"]["pushed"] and flow["mlflow_run_id"]
+    champion = out / "champion.pt"  # the flow's champion after its generation, to measure elsewhere
+    assert hashlib.sha256(champion.read_bytes()).hexdigest() == flow["champion_after"]["sha256"]
+    # the evaluations a second over each side's generation, from the records' counts
+    evals = re.search(r"^evaluations/s over a generation: flow ([0-9,]+); standalone ([0-9,]+)$", run, re.M)
+    assert evals and flow["selfplay"]["nn_evals"] > 0, run
     assert records[1]["record"]["games"] > 0
     assert "params: params-smoke.yaml with gate.games=6" in run, run
     assert [sum(r["record"]["gate"][k] for k in ("wins", "losses", "draws")) for r in records] == [6, 6]
