@@ -402,8 +402,9 @@ def record_dataset(gen: Generation) -> tuple[dict, Callable[[], tuple[dict, list
 def run_train(tracker, gen: Generation, params, facts, champ: dict, selfplay: list[dict], window: dict,
               recorded: Callable[[], tuple[dict, list[str]]]) -> tuple[str, dict, dict, list[str]]:
     """Open the generation's MLflow run and train the candidate in it; (run id, training summary, the data's
-    facts, the stages already pushed). `recorded` waits for the data's recording in dvc.lock and its push (they run beside the training:
-    one dvc at a time in the repo) before the candidate is recorded; the run's data tags follow it."""
+    facts, the stages already pushed). `recorded` waits for the data's recording in dvc.lock and its push,
+    which run beside the training, before the candidate is recorded (one dvc at a time in the repo); the
+    run's data tags follow them."""
     from flows.tracking import data_run_tags, log_candidate, open_generation_run
 
     run_id, resumed = open_generation_run(tracker, gen, params, facts, champ, window, selfplay)

@@ -117,8 +117,8 @@ def table(result: dict) -> str:
     if alone:
         head += (f"; standalone {', '.join(map(str, result['standalone_generations']))}: the flow makes "
                  f"{result['rate']:.0%} of the standalone generations an hour")
-    rates = [f"{side} {result[f'{key}_evals_per_s']:,.0f}" for side, key in (("flow", "flow"), ("standalone", "standalone"))
-             if result.get(f"{key}_evals_per_s")]
+    rates = [f"{side} {result[f'{side}_evals_per_s']:,.0f}" for side in ("flow", "standalone")
+             if result.get(f"{side}_evals_per_s")]
     if rates:
         rows.append(f"evaluations/s over a generation: {'; '.join(rates)}")
     return head + "\n" + "\n".join(rows)

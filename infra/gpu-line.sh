@@ -12,7 +12,8 @@
 # flow and standalone alike (as `make run OVERRIDES=...`; each generation's params.yaml records them), e.g.
 #   ZERO_GPU_SET="pipeline.selfplay_shards=8 selfplay.threads=2 selfplay.concurrent_games=1024"
 # From the repository root:
-#   bash infra/gpu-line.sh OUT [PARAMS] [FLOW_GENERATIONS] [MODE]     (defaults: params-gpu.yaml, 2, run; 0: the standalone alone)
+#   bash infra/gpu-line.sh OUT [PARAMS] [FLOW_GENERATIONS] [MODE]     (defaults: params-gpu.yaml, 2, run)
+# FLOW_GENERATIONS 0: the standalone generation alone, without the servers.
 # OUT gets at most eight files: run.txt (the machine, each step's time, flows.timeline's table of where a
 # generation's time went in the flow and standalone), log.txt (every step's output),
 # smi.csv, generations.json (each flow generation's record, then the standalone one's), flow.log (the serve
@@ -97,7 +98,8 @@ cp .prefect/serve.log "$out/flow.log" 2>/dev/null
 # the same params in a copy of the workspace without the servers: the generation after the flow's last
 copy=$(mktemp -d)
 tar -c --exclude=./.venv --exclude=./.prefect --exclude=./.git --exclude=./mlflow.db . | tar -x -C "$copy"
-for gdir in "$copy"/gens/*/g*/; do  # a generation the flow left unfinished: the standalone makes its own, not reusing its shards
+# a generation the flow left unfinished is dropped: the standalone one plays its own games, not the flow's
+for gdir in "$copy"/gens/*/g*/; do
     case $gdir in */g0000/) continue ;; esac
     [ -f "$gdir/generation.json" ] || rm -rf "$gdir"
 done
