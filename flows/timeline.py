@@ -39,28 +39,42 @@ class Timeline:
         return round(sum(self.steps.values()), 1)
 
 
-def timelines(line_dir: Path, kind: str) -> dict[int, dict[str, float]]:
-    """{generation: timeline} of a line's folder (gens/<tag>), from the flow's records or standalone's marks."""
+def records(line_dir: Path, kind: str) -> dict[int, dict]:
+    """{generation: record} of a line's folder (gens/<tag>), the flow's records or standalone's marks, for
+    the generations whose record has a timeline."""
     name = RECORD if kind == "flow" else STANDALONE
     out = {}
     for f in sorted(Path(line_dir).glob(f"g[0-9]*/{name}")):
         record = read_json(f)
         if record.get("timeline"):
-            out[int(record["generation"])] = record["timeline"]
+            out[int(record["generation"])] = record
+    return out
+
+
+def steps_of(found: dict[int, dict]) -> dict[int, dict[str, float]]:
+    """{generation: timeline} of `records`' generations."""
+    return {g: r["timeline"] for g, r in found.items()}
+
+
+def timelines(line_dir: Path, kind: str) -> dict[int, dict[str, float]]:
+    """{generation: timeline} of a line's folder (gens/<tag>), from the flow's records or standalone's marks."""
+    return steps_of(records(line_dir, kind))
+
+
+def counted(found: dict[int, dict], kind: str) -> dict[int, int]:
+    """{generation: the network's evaluations in its self-play} of `records`' generations that count them."""
+    out = {}
+    for g, record in found.items():
+        evals = record.get("nn_evals") if kind == "standalone" else record.get("selfplay", {}).get("nn_evals")
+        if evals:
+            out[g] = int(evals)
     return out
 
 
 def evaluations(line_dir: Path, kind: str) -> dict[int, int]:
     """{generation: the network's evaluations in its self-play} of a line's folder, for the generations
     whose record counts them and has a timeline."""
-    name = RECORD if kind == "flow" else STANDALONE
-    out = {}
-    for f in sorted(Path(line_dir).glob(f"g[0-9]*/{name}")):
-        record = read_json(f)
-        evals = record.get("nn_evals") if kind == "standalone" else record.get("selfplay", {}).get("nn_evals")
-        if record.get("timeline") and evals:
-            out[int(record["generation"])] = int(evals)
-    return out
+    return counted(records(line_dir, kind), kind)
 
 
 def evals_per_s(lines: dict[int, dict[str, float]], evals: dict[int, int] | None) -> float | None:
@@ -130,10 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("standalone", type=Path, nargs="?", help="a line folder made by flows.standalone")
     args = ap.parse_args(argv)
     try:
-        result = overhead(timelines(args.flow, "flow"),
-                          timelines(args.standalone, "standalone") if args.standalone else None,
-                          evaluations(args.flow, "flow"),
-                          evaluations(args.standalone, "standalone") if args.standalone else None)
+        flow = records(args.flow, "flow")
+        alone = records(args.standalone, "standalone") if args.standalone else {}
+        result = overhead(steps_of(flow), steps_of(alone) or None,
+                          counted(flow, "flow"), counted(alone, "standalone"))
     except ValueError as e:
         print(f"flows.timeline: {args.flow}: {e}", file=sys.stderr)
         return 2

@@ -111,7 +111,7 @@ else
     echo "standalone: skipped, $SECONDS s of $budget gone" >> "$out/run.txt"
 fi
 python - "$out/generations.json" "$copy" <<'EOF'
-import json, sys
+import json, shutil, sys
 from pathlib import Path
 records = []
 for root, kind in ((Path("."), "flow"), (Path(sys.argv[2]), "standalone")):
@@ -121,6 +121,12 @@ for root, kind in ((Path("."), "flow"), (Path(sys.argv[2]), "standalone")):
             records.append({"kind": kind, "path": str(path.relative_to(root)), "record": rec})
 Path(sys.argv[1]).write_text(json.dumps(records, indent=1) + "\n")
 print(f"{len(records)} generation records")
+flow = [r for r in records if r["kind"] == "flow"]
+if flow:  # the flow's last champion, to measure elsewhere
+    champion = Path(flow[-1]["path"]).parent / "champion.pt"
+    shutil.copyfile(champion, Path(sys.argv[1]).parent / "champion.pt")
+    with open(Path(sys.argv[1]).parent / "run.txt", "a") as run:
+        print(f"champion.pt: the champion after {champion.parent}", file=run)
 EOF
 for line in gens/*/; do  # where each generation's time went, the flow's beside the standalone one's
     python -m flows.timeline "$line" "$copy/$line" >> "$out/run.txt" 2>&1
@@ -128,8 +134,4 @@ done
 python -m flows.serve down >> "$out/log.txt" 2>&1
 [ -f mlflow.db ] && python -c 'import lzma, sys; open(sys.argv[1], "wb").write(lzma.compress(open("mlflow.db", "rb").read()))' \
     "$out/mlflow.db.xz" 2>> "$out/log.txt"
-last=$(ls -d gens/*/g[0-9]*/ 2>/dev/null | while read -r d; do [ -f "$d/generation.json" ] && echo "$d"; done | sort | tail -1)
-if [ -n "$last" ] && [ -f "$last/champion.pt" ]; then
-    cp "$last/champion.pt" "$out/champion.pt" && echo "champion.pt: the champion after ${last%/}" >> "$out/run.txt"
-fi
 date -u +%FT%TZ >> "$out/run.txt"
