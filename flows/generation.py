@@ -389,14 +389,15 @@ def record_dataset(gen: Generation) -> tuple[dict, Callable[[], tuple[dict, list
     window_positions, window_shards) and the call that waits for the recording and the push and returns the
     data's facts (lineage.window_facts) and the stages the push took to the remote."""
     window = stages.dataset(gen)
+    summary = lineage.window_summary(gen, window)
     names = [gen.stage("selfplay"), gen.stage("dataset")]
 
     def commit_and_push() -> tuple[dict, list[str]]:
         lineage.commit(gen.root, names)
-        data = lineage.window_facts(gen, window)
+        data = lineage.window_facts(gen, window, summary)
         return data, names if push_once(gen, names) else []
 
-    return lineage.window_summary(gen, window), in_background(commit_and_push, "dvc-record")
+    return summary, in_background(commit_and_push, "dvc-record")
 
 
 def run_train(tracker, gen: Generation, params, facts, champ: dict, selfplay: list[dict], window: dict,

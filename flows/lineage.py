@@ -169,12 +169,12 @@ def window_summary(gen, window: dict) -> dict:
     }
 
 
-def window_facts(gen, window: dict) -> dict:
+def window_facts(gen, window: dict, summary: dict) -> dict:
     """What generation `gen` trains on, once its window is recorded in dvc.lock.
 
     Returns hashes ({generation name: md5 of its games in dvc.lock} for each generation
     in the window; `carried`: the md5 of the window generation 0 carried in), dvc_lock_sha256 and
-    window_summary's facts.
+    `summary`, window_summary's facts.
     """
     from flows.layout import Generation
 
@@ -186,7 +186,7 @@ def window_facts(gen, window: dict) -> dict:
             continue
         other = Generation(gen.root, gen.tag, g)
         hashes[other.name] = out_hashes(gen.root, other.stage("selfplay")).get(f"{other.rel}/games", "")
-    return {"hashes": hashes, **window_summary(gen, window), "dvc_lock_sha256": lock_sha256(gen.root)}
+    return {"hashes": hashes, **summary, "dvc_lock_sha256": lock_sha256(gen.root)}
 
 
 def lock_sha256(root: str | Path) -> str:
