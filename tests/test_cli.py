@@ -89,7 +89,10 @@ def test_bench_of_training_with_and_without_channels_last(tmp_path):
     assert [r["channels_last"] for r in rows] == [False, True]
     for r in rows:
         assert r["batch_size"] == 16 and r["steps"] >= 1 and r["positions_per_s"] > 0 and r["threads"] == 1
-        assert r["seconds"] >= 1 and r["device"] == "cpu"
+        assert r["seconds"] >= 1 and r["device"] == "cpu" and r["minibatch_ms"] > 0
+    human = run("bench", "--train", "--seconds", "1", "--model", "net.pt", "--threads", "1",
+                "--set", "network.size=b2c16", "--set", "train.batch_size=16", cwd=tmp_path).stdout
+    assert "training, batch 16:" in human and "drawing a minibatch takes" in human
 
 
 def test_bench_of_one_games_search_on_a_time_budget_with_batches_in_flight(tmp_path):

@@ -57,6 +57,7 @@ import torch
 import torch.nn.functional as F
 
 from zero.fileio import atomic_write
+from zero.games.base import square_symmetries
 from zero.network import grow_network, load_checkpoint, pick_device, save_checkpoint, set_threads
 from zero.shards import file_sha256
 from zero.train_data import (  # noqa: F401 (zero.train's API)
@@ -204,9 +205,34 @@ def measure_training(net, cfg, seconds: float, seed: int = 0) -> dict:
             started = time.perf_counter()
     elapsed = time.perf_counter() - started
     return {"positions_per_s": round(steps * b / elapsed, 1), "steps": steps, "seconds": round(elapsed, 2),
+            "minibatch_ms": round(_minibatch_ms(nc, b, device, layout, rng), 2),
             "batch_size": b, "channels_last": layout is torch.channels_last,
             "mixed_precision": amp and device.type == "cuda", "cpu_bf16": amp and device.type == "cpu",
             "device": str(device)}
+
+
+def _minibatch_ms(nc, batch_size: int, device: torch.device, layout, rng: np.random.Generator,
+                  batches: int = 20) -> float:
+    """Milliseconds a training step spends drawing its minibatch (`_minibatch`: unpacking, symmetries, the
+    copy to `device`), on a window of random positions shaped for the network config `nc`; the step of
+    `measure_training` does not include it."""
+    c, h, w = nc.in_planes, nc.height, nc.width
+    n, hw = 4 * batch_size, h * w
+    window = Window(planes=rng.integers(0, 256, (n, -(-c * hw // 8)), dtype=np.uint8),
+                    policy=rng.dirichlet(np.ones(nc.num_actions), size=n).astype(np.float16),
+                    value=rng.choice([-1, 1], size=n).astype(np.int8), plane_shape=(c, h, w),
+                    num_actions=nc.num_actions, ownership=rng.integers(-1, 2, (n, hw), dtype=np.int8),
+                    score=rng.normal(0, 10, n).astype(np.float32), aux_mask=np.ones(n, np.bool_))
+    perms = square_symmetries(h, w, extra_actions=nc.num_actions - hw)
+    data = TrainData(window=window, use_aux=nc.aux_heads, inverses=np.argsort(perms, axis=1),
+                     held=np.zeros(n, np.bool_), held_index=np.zeros(0, np.int64), pool=None, newest_shards=1,
+                     figures={})
+    _minibatch(data, rng, batch_size, device, layout)  # warm-up
+    started = time.perf_counter()
+    for _ in range(batches):
+        x = _minibatch(data, rng, batch_size, device, layout)[0]
+    float(x[0, 0, 0, 0])  # waits for the device
+    return (time.perf_counter() - started) / batches * 1000
 
 
 def _tensors(device, *arrays) -> list[torch.Tensor]:
@@ -473,17 +499,23 @@ def _resume(kept: dict, model: _Model, optimizer, schedule, rng: np.random.Gener
     return kept["step"], kept["history"], kept["holdout"]
 
 
+def _minibatch(data: TrainData, rng: np.random.Generator, batch_size: int, device: torch.device,
+               layout: torch.memory_format) -> tuple:
+    """A minibatch drawn with `rng` as tensors on `device`: planes (in `layout`), policy and value targets,
+    and (ownership, score, mask) or None without auxiliary targets."""
+    index, inverse = data.draw(rng, batch_size)
+    planes, pi, z = data.window.batch(index, inverse)
+    aux = _tensors(device, *data.window.aux_batch(index, inverse)) if data.use_aux else None
+    x, pi_t, z_t = _tensors(device, planes, pi, z)
+    return x.contiguous(memory_format=layout), pi_t, z_t, aux
+
+
 def _step(model: _Model, data: TrainData, cfg, optimizer, schedule, rng: np.random.Generator) -> dict:
     """One SGD step on a minibatch drawn with `rng`; its metrics (METRIC_KEYS, and AUX_METRIC_KEYS with
     auxiliary targets)."""
     t0 = time.perf_counter()
     net, device = model.net, model.device
-    index, inverse = data.draw(rng, cfg.batch_size)
-    planes, pi, z = data.window.batch(index, inverse)
-    aux = _tensors(device, *data.window.aux_batch(index, inverse)) if data.use_aux else None
-    x, pi_t, z_t = _tensors(device, planes, pi, z)
-    x = x.contiguous(memory_format=model.layout)
-
+    x, pi_t, z_t, aux = _minibatch(data, rng, cfg.batch_size, device, model.layout)
     losses = _step_losses(net, x, pi_t, z_t, aux, device, model.amp)
     objective = _objective(losses, cfg)
     lr = optimizer.param_groups[0]["lr"]
