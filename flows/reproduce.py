@@ -135,7 +135,7 @@ def _check_before(recipe: dict, folder: Path) -> Path:
     return before
 
 
-def _lay_out(recipe: dict, folder: Path, window: Path, workdir: Path, chain: bool) -> list[str]:
+def _lay_out(recipe: dict, folder: Path, window: Path | None, workdir: Path, chain: bool) -> list[str]:
     """Write the inputs into the checkout; the stages to re-create, in order."""
     ws = Workspace(workdir)
     tag, gens = recipe["line"], recipe["generations"]
@@ -211,9 +211,13 @@ def reproduce(models: Path, tag: str, workdir: Path, chain: bool = False, repo: 
     for note in machine_notes(recipe, {"cpu": cpu_model(), "bf16_instructions": cpu_has_bfloat16()}):
         say(f"note: {note}")
     if not chain:
+        if not lineage.get("window"):
+            raise LineError(f"{lineage_file.name}'s champion was shipped without its training window (flows.ship "
+                            f"--no-window): re-create it by its whole run, with --chain")
         _check_before(recipe, folder)  # before anything is written
     _checkout(repo, commits[0], workdir)
-    stages = _lay_out(recipe, folder, models / lineage["window"]["folder"], workdir, chain)
+    window = models / lineage["window"]["folder"] if lineage.get("window") else None  # only read without chain
+    stages = _lay_out(recipe, folder, window, workdir, chain)
     say(f"re-creating {len(stages)} stage(s) in {workdir} with dvc repro" + (" (the whole run)" if chain else ""))
     for stage in stages:
         t0 = time.monotonic()

@@ -10,7 +10,9 @@ the shipped file, the shipped lineage is kept as the earlier runs of this one,
 so the totals count every run since the first random network. Beside them,
 `models/<tag>.window/` holds the last generation's training window, which a
 campaign resumed with `pipeline.init_window` trains on from its first
-generation (flows.carry).
+generation (flows.carry). A run whose window is too large to carry (a GPU
+box's generations of 20,480 games) ships without it (`--no-window`): its
+champion is then re-created by its whole run (`flows.reproduce --chain`).
 
     python -m flows.ship --params campaigns/go-9.yaml      (or `make ship LINE=go-9`)
 """
@@ -91,9 +93,11 @@ def _widened_from(checkpoint: Path) -> str | None:
 
 
 def ship(root: Path, params, params_file: str, models: Path | None = None, generation: int | None = None,
-         recipe: bool = True) -> dict:
+         recipe: bool = True, window: bool = True) -> dict:
     """Copy the champion after the last finished generation (or after `generation`) to models/<tag>.pt, and
-    write its lineage and (unless `recipe` is off: a campaign's saved state) the recipe that re-creates it."""
+    write its lineage, (unless `recipe` is off: a campaign's saved state) the recipe that re-creates it and
+    (unless `window` is off) its training window; without it, a window shipped before is removed, and the
+    lineage's `window` is None."""
     ws, tag = Workspace(root), params.game.tag
     finished = [g for g in ws.generations(tag) if g > 0 and ws.generation(tag, g).finished()]
     if not finished:
@@ -159,11 +163,15 @@ def ship(root: Path, params, params_file: str, models: Path | None = None, gener
     tmp = out_pt.with_name(out_pt.name + ".tmp")
     shutil.copyfile(last.champion, tmp)
     tmp.replace(out_pt)
-    carried = ship_window(root, last, window_dir(models, tag), champion_sha, params.train.window_generations)
-    lineage["window"] = {"folder": window_dir(models, tag).name, "generation": last.g,
-                         "shards": len(carried["shards"]), "games": sum(s["games"] for s in carried["shards"]),
-                         "positions": sum(s["positions"] for s in carried["shards"]),
-                         "generations": len({s["age"] for s in carried["shards"]})}
+    if window:
+        carried = ship_window(root, last, window_dir(models, tag), champion_sha, params.train.window_generations)
+        lineage["window"] = {"folder": window_dir(models, tag).name, "generation": last.g,
+                             "shards": len(carried["shards"]), "games": sum(s["games"] for s in carried["shards"]),
+                             "positions": sum(s["positions"] for s in carried["shards"]),
+                             "generations": len({s["age"] for s in carried["shards"]})}
+    else:  # an earlier champion's window would read as this one's
+        shutil.rmtree(window_dir(models, tag), ignore_errors=True)
+        lineage["window"] = None
     if recipe:
         lineage["reproduce"] = {"folder": recipe_dir(models, tag).name, "command": f"make reproduce LINE={tag}"}
     write_json(out_json, lineage)
@@ -221,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="ship the champion after this finished generation of the workspace (default: the last)")
     ap.add_argument("--no-recipe", action="store_true",
                     help="leave out the recipe (models/<tag>.reproduce/): a campaign's saved state, not a ship")
+    ap.add_argument("--no-window", action="store_true",
+                    help="leave out the training window (models/<tag>.window/), too large to carry from a GPU box: "
+                         "the recipe then re-creates the champion by its whole run (flows.reproduce --chain)")
     ap.add_argument("--ladder", default=None, metavar="DIR",
                     help="instead of shipping: record the shipped champion's results in this `zero ladder --out` "
                          "directory in its lineage")
@@ -243,15 +254,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         params = load_params(root / args.params, args.set)
         lineage = ship(root, params, args.params, Path(args.models) if args.models else None, args.generation,
-                       recipe=not args.no_recipe)
+                       recipe=not args.no_recipe, window=not args.no_window)
     except (ConfigError, LineError, OSError) as e:
         print(f"flows.ship: error: {e}", file=sys.stderr)
         return 2
-    t = lineage["totals"]
+    t, w = lineage["totals"], lineage["window"]
     print(f"shipped {lineage['line']}: {lineage['file']} (sha256 {lineage['sha256'][:12]}), "
-          f"{t['generations']} generations, {t['games']} games, {t['positions']} positions; its training "
-          f"window ({lineage['window']['generations']} generations, {lineage['window']['positions']} positions) "
-          f"in {lineage['window']['folder']}/")
+          f"{t['generations']} generations, {t['games']} games, {t['positions']} positions; "
+          + (f"its training window ({w['generations']} generations, {w['positions']} positions) in {w['folder']}/"
+             if w else "without its training window"))
     return 0
 
 

@@ -284,13 +284,21 @@ def test_the_whole_run_is_re_created_from_generation_0_and_a_bad_input_is_refuse
     root, _ = two_generations
     _made_from_a_commit(root)
     models = tmp_path / "models"
-    lineage = ship(root, load_params(root / SMOKE), SMOKE, models)
+    params = load_params(root / SMOKE)
+    assert (models / f"{TAG}.window" / "window.json").is_file() if ship(root, params, SMOKE, models) else False
+    # shipped again without its window (a GPU box's, too large to carry): the earlier window goes with it
+    lineage = ship(root, params, SMOKE, models, window=False)
+    assert lineage["window"] is None and not (models / f"{TAG}.window").exists()
     said = []
     assert reproduce.reproduce(models, TAG, tmp_path / "chain", chain=True, say=said.append), "\n".join(said)
     assert sum(line.strip().startswith("same") for line in said) == 13  # init (3 outputs) and 2 x 5 stages
     assert (tmp_path / "chain" / "gens" / TAG / "g0002" / "champion.pt").read_bytes() == \
         (models / f"{TAG}.pt").read_bytes() and lineage["sha256"] in "\n".join(said)
+    with pytest.raises(LineError, match="shipped without its training window .*with --chain"):
+        reproduce.reproduce(models, TAG, tmp_path / "last", say=said.append)
+    assert not (tmp_path / "last").exists()
 
+    ship(root, params, SMOKE, models)
     before = models / f"{TAG}.reproduce" / "champion-before.pt"
     before.write_bytes(before.read_bytes()[:-7])
     with pytest.raises(LineError, match="champion-before.pt: not the network the generation started from"):
