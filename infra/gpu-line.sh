@@ -13,13 +13,16 @@
 #   ZERO_GPU_SET="pipeline.selfplay_shards=8 selfplay.threads=2 selfplay.concurrent_games=1024"
 # From the repository root:
 #   bash infra/gpu-line.sh OUT [PARAMS] [FLOW_GENERATIONS] [MODE]     (defaults: params-gpu.yaml, 2, run)
-# FLOW_GENERATIONS 0: the standalone generation alone, without the servers.
+# FLOW_GENERATIONS 0: the standalone generation alone, without the servers. ZERO_GPU_STANDALONE=0: no standalone
+# generation, the whole budget for the flow's (the line first, once the flow's overhead is measured).
 # OUT gets at most eight files: run.txt (the machine, each step's time, flows.timeline's table of where a
 # generation's time went in the flow and standalone), log.txt (every step's output),
 # smi.csv, generations.json (each flow generation's record, then the standalone one's), flow.log (the serve
 # process's log), mlflow.db.xz (the MLflow store, for the UI elsewhere), champion.pt (the flow's last
 # champion, whose making generations.json records: to measure it elsewhere, e.g. `zero match` against the
-# network it started from).
+# network it started from), ship.tar (that champion shipped by `flows.ship --no-window`: <line>.pt, its lineage
+# <line>.json continuing models/'s, and its recipe <line>.reproduce/; to ship it at home:
+# `rm -rf models/<line>.window && tar -xf ship.tar -C models`).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 out=${1:?usage: infra/gpu-line.sh OUT [PARAMS] [FLOW_GENERATIONS] [run|loop]}
@@ -31,6 +34,8 @@ sets=()
 for kv in ${ZERO_GPU_SET:-}; do sets+=(--set "$kv"); done
 archive=${ZERO_OFFLINE_ARCHIVE:-.offline/wheels-py312.tar.xz}
 budget=${ZERO_GPU_LINE_SECONDS:-560}  # the whole script's seconds: a step that would end past them is not started
+standalone=${ZERO_GPU_STANDALONE:-1}
+reserve=$([ "$standalone" = 0 ] && echo 30 || echo 120)  # seconds the loop leaves for what follows it
 last=0
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -73,7 +78,7 @@ if [ "$flow_generations" -gt 0 ]; then step up 120 python -m flows.serve up || e
 if [ "$flow_generations" -eq 0 ]; then
     echo "flow: none asked for (the standalone generation alone)" >> "$out/run.txt"
 elif [ "$mode" = loop ]; then  # one zero-loop run of the generations; watched until what the budget leaves the standalone
-    left=$((budget - SECONDS - 120))
+    left=$((budget - SECONDS - reserve))
     if [ "$left" -lt 60 ]; then
         echo "flow loop: skipped, $SECONDS s of $budget gone" >> "$out/run.txt"
     else
@@ -97,15 +102,19 @@ fi
 cp .prefect/serve.log "$out/flow.log" 2>/dev/null
 # the same params in a copy of the workspace without the servers: the generation after the flow's last
 copy=$(mktemp -d)
-tar -c --exclude=./.venv --exclude=./.prefect --exclude=./.git --exclude=./mlflow.db . | tar -x -C "$copy"
-# a generation the flow left unfinished is dropped: the standalone one plays its own games, not the flow's
-for gdir in "$copy"/gens/*/g*/; do
-    case $gdir in */g0000/) continue ;; esac
-    [ -f "$gdir/generation.json" ] || rm -rf "$gdir"
-done
+if [ "$standalone" != 0 ]; then
+    tar -c --exclude=./.venv --exclude=./.prefect --exclude=./.git --exclude=./mlflow.db . | tar -x -C "$copy"
+    # a generation the flow left unfinished is dropped: the standalone one plays its own games, not the flow's
+    for gdir in "$copy"/gens/*/g*/; do
+        case $gdir in */g0000/) continue ;; esac
+        [ -f "$gdir/generation.json" ] || rm -rf "$gdir"
+    done
+fi
 echo "standalone: $(date -u +%T)" >> "$out/run.txt"
 left=$((budget - SECONDS - 20))
-if [ "$left" -gt 30 ]; then
+if [ "$standalone" = 0 ]; then
+    echo "standalone: none asked for (ZERO_GPU_STANDALONE=0)" >> "$out/run.txt"
+elif [ "$left" -gt 30 ]; then
     (cd "$copy" && step standalone "$left" "$OLDPWD/.venv/bin/python" -m flows.standalone run "$params" --generations 1 "${sets[@]}")
 else
     echo "standalone: skipped, $SECONDS s of $budget gone" >> "$out/run.txt"
@@ -128,8 +137,15 @@ if flow:  # the flow's last champion, to measure elsewhere
     with open(Path(sys.argv[1]).parent / "run.txt", "a") as run:
         print(f"champion.pt: the champion after {champion.parent}", file=run)
 EOF
+if [ -f "$out/champion.pt" ]; then  # the flow's last champion with its lineage and recipe, to ship at home
+    shipped=$(mktemp -d)
+    if step ship 60 python -m flows.ship --params "$params" "${sets[@]}" --models "$shipped" --no-window; then
+        tar -C "$shipped" -cf "$out/ship.tar" . && echo "ship.tar: $(tar -tf "$out/ship.tar" | grep -c .) entries" \
+            >> "$out/run.txt"
+    fi
+fi
 for line in gens/*/; do  # where each generation's time went, the flow's beside the standalone one's
-    python -m flows.timeline "$line" "$copy/$line" >> "$out/run.txt" 2>&1
+    python -m flows.timeline "$line" $([ "$standalone" = 0 ] || echo "$copy/$line") >> "$out/run.txt" 2>&1
 done
 python -m flows.serve down >> "$out/log.txt" 2>&1
 [ -f mlflow.db ] && python -c 'import lzma, sys; open(sys.argv[1], "wb").write(lzma.compress(open("mlflow.db", "rb").read()))' \

@@ -97,9 +97,10 @@ def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path,
     """A copy of the repository without .git (as a GPU box gets it), installed from an archive with no index
     over a venv's interpreter (as a CUDA image's python3 is one): that venv's packages (here this one's) seen
     beneath .venv, the archive's wheels and zero in it; then infra/gpu-line.sh starts the servers, runs a
-    generation as a flow run of zero-generation (`run`) or of zero-loop (`loop`) and the next one by
-    flows.standalone in a copy, both with ZERO_GPU_SET's settings over the params file, and writes their
-    records, the MLflow store and the flow's champion to OUT (`alone`: no flow generation, no servers, the
+    generation as a flow run of zero-generation (`run`) and the next one by flows.standalone in a copy, both
+    with ZERO_GPU_SET's settings over the params file, or as a flow run of zero-loop without the standalone
+    one (`loop`, ZERO_GPU_STANDALONE=0: the line first), and writes their records, the MLflow store, the
+    flow's champion and that champion shipped to OUT (`alone`: no flow generation, no servers, the
     standalone one alone). About 4 minutes on a
     shared core: the install compiles zero's kernels in the copy, and the servers start as on the GPU box."""
     work = tmp_path / "work"
@@ -123,7 +124,8 @@ def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path,
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path), "PYTHON": sys.executable,
            "ZERO_OFFLINE_ARCHIVE": str(archive),
            "PREFECT_PORT": str(_free_port()), "MLFLOW_PORT": str(_free_port()), "ZERO_GPU_LINE_SECONDS": "900",
-           "ZERO_GPU_SET": "gate.games=6"}  # set over the params file, for the flow and the standalone alike
+           "ZERO_GPU_SET": "gate.games=6",  # set over the params file, for the flow and the standalone alike
+           "ZERO_GPU_STANDALONE": "0" if mode == "loop" else "1"}
     out = tmp_path / "out"
     installed = subprocess.run(["bash", "infra/offline-install.sh", str(archive)], cwd=work, capture_output=True,
                                text=True, env=env)
@@ -142,27 +144,39 @@ def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path,
         assert [(r["kind"], r["record"]["generation"]) for r in records] == [("standalone", 1)]
         assert records[0]["record"]["nn_evals"] > 0 and not (out / "champion.pt").exists()
         return
-    for step in ("check", "up", "flow-1" if mode == "run" else "flow-loop", "standalone"):
+    steps = ("check", "up", "flow-1", "standalone", "ship") if mode == "run" else ("check", "up", "flow-loop", "ship")
+    for step in steps:
         assert f"{step}: rc 0," in run, run + log[-3000:]
-    # where the time went: the flow's generation beside the standalone one, step by step (flows.timeline)
-    assert "flow generations 1; standalone 2: the flow makes" in run, run
-    assert re.search(r"^selfplay +[0-9.]+ +[0-9.]+ +-?[0-9.]+$", run, re.M), run
+    if mode == "run":  # where the time went: the flow's generation beside the standalone one (flows.timeline)
+        assert "flow generations 1; standalone 2: the flow makes" in run, run
+        assert re.search(r"^selfplay +[0-9.]+ +[0-9.]+ +-?[0-9.]+$", run, re.M), run
+    else:
+        assert "standalone: none asked for (ZERO_GPU_STANDALONE=0)" in run and "standalone: rc" not in run, run
     check = subprocess.run([str(work / ".venv" / "bin" / "python"), "-c",
                             "import zero, zero_offline_probe; print(zero.__file__, zero_offline_probe.ANSWER)"],
                            capture_output=True, text=True, cwd=tmp_path)
     assert check.stdout.split() == [str(work / "zero" / "__init__.py"), "42"], check.stderr[-2000:]
     records = json.loads((out / "generations.json").read_text())
-    assert [(r["kind"], r["record"]["generation"]) for r in records] == [("flow", 1), ("standalone", 2)]
+    assert [(r["kind"], r["record"]["generation"]) for r in records] == \
+        [("flow", 1)] + ([("standalone", 2)] if mode == "run" else [])
     flow = records[0]["record"]
     assert flow["git_commit"] == "none" and flow["remote"]["pushed"] and flow["mlflow_run_id"]
     champion = out / "champion.pt"  # the flow's champion after its generation, to measure elsewhere
     assert hashlib.sha256(champion.read_bytes()).hexdigest() == flow["champion_after"]["sha256"]
+    # the same champion shipped, without its window: to unpack into models/ at home
+    with tarfile.open(out / "ship.tar") as tar:
+        names = {n.removeprefix("./") for n in tar.getnames()}
+        lineage = json.load(tar.extractfile(next(m for m in tar.getmembers() if m.name.endswith(".json")
+                                                 and "/" not in m.name.removeprefix("./"))))
+    tag = lineage["line"]
+    assert {f"{tag}.pt", f"{tag}.json", f"{tag}.reproduce/recipe.json"} <= names and f"{tag}.window" not in names
+    assert lineage["sha256"] == flow["champion_after"]["sha256"] and lineage["window"] is None
     # the evaluations a second over each side's generation, from the records' counts
-    evals = re.search(r"^evaluations/s over a generation: flow ([0-9,]+); standalone ([0-9,]+)$", run, re.M)
-    assert evals and flow["selfplay"]["nn_evals"] > 0, run
-    assert records[1]["record"]["games"] > 0
+    evals = re.search(r"^evaluations/s over a generation: flow ([0-9,]+)(; standalone ([0-9,]+))?$", run, re.M)
+    assert evals and bool(evals.group(2)) == (mode == "run") and flow["selfplay"]["nn_evals"] > 0, run
+    assert mode == "loop" or records[1]["record"]["games"] > 0
     assert "params: params-smoke.yaml with gate.games=6" in run, run
-    assert [sum(r["record"]["gate"][k] for k in ("wins", "losses", "draws")) for r in records] == [6, 6]
+    assert [sum(r["record"]["gate"][k] for k in ("wins", "losses", "draws")) for r in records] == [6] * len(records)
     served = (out / "flow.log").read_text()
     assert (out / "mlflow.db.xz").stat().st_size > 0 and "zero-generation" in served
     assert ("for flow 'zero-loop'" in served) == (mode == "loop")
