@@ -57,11 +57,11 @@ import torch
 import torch.nn.functional as F
 
 from zero.fileio import atomic_write
-from zero.games.base import square_symmetries
 from zero.network import grow_network, load_checkpoint, pick_device, save_checkpoint, set_threads
 from zero.shards import file_sha256
 from zero.train_data import (  # noqa: F401 (zero.train's API)
-    TrainData, Window, WindowError, apply_symmetry, holdout_positions, load_window, reuse, training_data,
+    TrainData, Window, WindowError, apply_symmetry, holdout_positions, load_window, reuse, symmetry_inverses,
+    training_data,
 )
 
 METRIC_KEYS = ("loss", "policy_loss", "value_loss", "l2", "entropy", "grad_norm", "lr", "positions_per_s")
@@ -223,8 +223,7 @@ def _minibatch_ms(nc, batch_size: int, device: torch.device, layout, rng: np.ran
                     value=rng.choice([-1, 1], size=n).astype(np.int8), plane_shape=(c, h, w),
                     num_actions=nc.num_actions, ownership=rng.integers(-1, 2, (n, hw), dtype=np.int8),
                     score=rng.normal(0, 10, n).astype(np.float32), aux_mask=np.ones(n, np.bool_))
-    perms = square_symmetries(h, w, extra_actions=nc.num_actions - hw)
-    data = TrainData(window=window, use_aux=nc.aux_heads, inverses=np.argsort(perms, axis=1),
+    data = TrainData(window=window, use_aux=nc.aux_heads, inverses=symmetry_inverses(nc),
                      held=np.zeros(n, np.bool_), held_index=np.zeros(0, np.int64), pool=None, newest_shards=1,
                      figures={})
     _minibatch(data, rng, batch_size, device, layout)  # warm-up

@@ -234,12 +234,18 @@ class TrainData:
         return index, self.inverses[sym]
 
 
+def symmetry_inverses(net_config) -> np.ndarray:
+    """[S, A] int: for each board symmetry s of the network config's board, inverses[s, perms[s, a]] = a."""
+    nc = net_config
+    return np.argsort(square_symmetries(nc.height, nc.width, extra_actions=nc.num_actions - nc.height * nc.width),
+                      axis=1)
+
+
 def training_data(shard_paths: list[str | Path], cfg, net_config, newest_shards: int) -> TrainData:
     """The window of `shard_paths` (oldest first) for a network of `net_config` under the train section
     `cfg`, its held-out games and its steps; `newest_shards` is clipped to the shards the window used."""
     nc = net_config
     window = load_window(shard_paths, cfg.max_window_positions, (nc.in_planes, nc.height, nc.width), nc.num_actions)
-    perms = square_symmetries(nc.height, nc.width, extra_actions=nc.num_actions - nc.height * nc.width)
     newest_shards = max(1, min(newest_shards, len(window.shards)))
     held = holdout_positions(window, newest_shards, cfg.holdout_share)
     held_index = np.flatnonzero(held)
@@ -247,6 +253,6 @@ def training_data(shard_paths: list[str | Path], cfg, net_config, newest_shards:
     figures = reuse(cfg.steps, cfg.batch_size, len(window) - len(held_index), int((newest & ~held).sum()),
                     cfg.max_samples_per_position)
     return TrainData(window=window, use_aux=bool(nc.aux_heads and window.aux_mask is not None),
-                     inverses=np.argsort(perms, axis=1), held=held, held_index=held_index,
+                     inverses=symmetry_inverses(nc), held=held, held_index=held_index,
                      pool=np.flatnonzero(~held) if held.any() else None, newest_shards=newest_shards,
                      figures=figures)
