@@ -74,6 +74,7 @@ SCORE_HUBER_DELTA = 12.0  # points: the score loss is quadratic within it, linea
 RESUME_SUFFIX = ".resume"  # beside the checkpoint a training writes: its state while it runs
 RESUME_EVERY_S = 60.0  # seconds of training between two saves of that state
 RESUME_FORMAT = "zero-train-resume-1"
+READ_EVERY = 20  # steps whose metrics are read from the device at once (one wait for the device, not one a step)
 
 log = logging.getLogger(__name__)
 
@@ -173,59 +174,52 @@ def _objective(losses: dict, cfg) -> torch.Tensor:
 
 
 def measure_training(net, cfg, seconds: float, seed: int = 0) -> dict:
-    """Training positions a second of `net` under the train section `cfg` (its batch size, mixed precision,
-    channels_last, device; torch threads as set by the caller): SGD steps of train's loss, the auxiliary
-    losses too when the network has their heads, on random positions and targets. The network is trained
-    in place (pass a copy). One warm-up step is not timed."""
+    """Training positions a second of `net` under the train section `cfg` (its batch size, arithmetic,
+    channels_last, gradient clip, device; torch threads as set by the caller), in whole steps as `train` takes
+    them (`_step`, read every READ_EVERY steps) on a window of random positions and targets, the auxiliary
+    ones too when the network has their heads. The network is trained in place (pass a copy). A warm-up step
+    is not timed; `minibatch_ms` is the part of a step spent drawing its minibatch (`_minibatch`)."""
     device = pick_device(cfg.device)
-    amp = _bf16(cfg, device)
     layout = _layout(cfg)
-    net = net.to(device).to(memory_format=layout).train()
-    nc, b = net.config, cfg.batch_size
+    model = _Model(net=net.to(device).to(memory_format=layout).train(), device=device, amp=_bf16(cfg, device),
+                   layout=layout, init_meta={}, grown_from=None)
     rng = np.random.default_rng(seed)
-    planes = (rng.random((b, nc.in_planes, nc.height, nc.width)) < 0.3).astype(np.float32)
-    pi = rng.dirichlet(np.ones(nc.num_actions), size=b).astype(np.float32)
-    z = rng.choice([-1.0, 1.0], size=b).astype(np.float32)
-    x, pi_t, z_t = _tensors(device, planes, pi, z)
-    x = x.contiguous(memory_format=layout)
-    aux = None
-    if nc.aux_heads:
-        own = rng.choice([-1.0, 0.0, 1.0], size=(b, nc.height * nc.width)).astype(np.float32)
-        aux = _tensors(device, own, rng.normal(0, 10, b).astype(np.float32), np.ones(b, np.bool_))
-    optimizer = _optimizer(net, cfg)
-    steps, started = -1, 0.0
-    while steps < 0 or time.perf_counter() - started < seconds:
-        objective = _objective(_step_losses(net, x, pi_t, z_t, aux, device, amp), cfg)
-        optimizer.zero_grad(set_to_none=True)
-        objective.backward()
-        optimizer.step()
-        float(objective.detach())  # waits for the device
-        steps += 1
-        if steps == 0:
-            started = time.perf_counter()
+    b = cfg.batch_size
+    data = _random_data(net.config, 4 * b, rng)
+    optimizer = _optimizer(model.net, cfg)
+    schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[])
+    _read([_step(model, data, cfg, optimizer, schedule, rng)], cfg, 1.0)  # warm-up, waits for the device
+    steps, started = 0, time.perf_counter()
+    while steps == 0 or time.perf_counter() - started < seconds:
+        _read([_step(model, data, cfg, optimizer, schedule, rng) for _ in range(READ_EVERY)], cfg, 1.0)
+        steps += READ_EVERY
     elapsed = time.perf_counter() - started
     return {"positions_per_s": round(steps * b / elapsed, 1), "steps": steps, "seconds": round(elapsed, 2),
-            "minibatch_ms": round(_minibatch_ms(nc, b, device, layout, rng), 2),
+            "minibatch_ms": round(_minibatch_ms(data, b, device, layout, rng), 2),
             "batch_size": b, "channels_last": layout is torch.channels_last,
-            "mixed_precision": amp and device.type == "cuda", "cpu_bf16": amp and device.type == "cpu",
+            "mixed_precision": model.amp and device.type == "cuda",
+            "cpu_bf16": model.amp and device.type == "cpu",
             "device": str(device)}
 
 
-def _minibatch_ms(nc, batch_size: int, device: torch.device, layout, rng: np.random.Generator,
-                  batches: int = 20) -> float:
-    """Milliseconds a training step spends drawing its minibatch (`_minibatch`: unpacking, symmetries, the
-    copy to `device`), on a window of random positions shaped for the network config `nc`; the step of
-    `measure_training` does not include it."""
+def _random_data(nc, n: int, rng: np.random.Generator) -> TrainData:
+    """A window of `n` random positions and targets shaped for the network config `nc`, all of it trained on."""
     c, h, w = nc.in_planes, nc.height, nc.width
-    n, hw = 4 * batch_size, h * w
+    hw = h * w
     window = Window(planes=rng.integers(0, 256, (n, -(-c * hw // 8)), dtype=np.uint8),
                     policy=rng.dirichlet(np.ones(nc.num_actions), size=n).astype(np.float16),
                     value=rng.choice([-1, 1], size=n).astype(np.int8), plane_shape=(c, h, w),
                     num_actions=nc.num_actions, ownership=rng.integers(-1, 2, (n, hw), dtype=np.int8),
                     score=rng.normal(0, 10, n).astype(np.float32), aux_mask=np.ones(n, np.bool_))
-    data = TrainData(window=window, use_aux=nc.aux_heads, inverses=symmetry_inverses(nc),
+    return TrainData(window=window, use_aux=nc.aux_heads, inverses=symmetry_inverses(nc),
                      held=np.zeros(n, np.bool_), held_index=np.zeros(0, np.int64), pool=None, newest_shards=1,
                      figures={})
+
+
+def _minibatch_ms(data: TrainData, batch_size: int, device: torch.device, layout, rng: np.random.Generator,
+                  batches: int = 20) -> float:
+    """Milliseconds a training step spends drawing its minibatch from `data` (`_minibatch`: unpacking,
+    symmetries, the copy to `device`)."""
     _minibatch(data, rng, batch_size, device, layout)  # warm-up
     started = time.perf_counter()
     for _ in range(batches):
@@ -471,17 +465,25 @@ def _run_steps(model: _Model, data: TrainData, cfg, seed: int, state: TrainState
             for i, metrics in enumerate(history if replay_kept and on_step is not None else ()):
                 on_step(i, dict(metrics))
         model.net.train()
+        pending, since = [], time.perf_counter()
         for step in range(first, steps):
-            metrics = _step(model, data, cfg, optimizer, schedule, rng)
-            if len(data.held_index) and ((step + 1) % eval_every == 0 or step == steps - 1):
+            pending.append(_step(model, data, cfg, optimizer, schedule, rng))
+            evaluates = len(data.held_index) and ((step + 1) % eval_every == 0 or step == steps - 1)
+            saves = step + 1 < steps and state.due()
+            if not (evaluates or saves or len(pending) == READ_EVERY or step == steps - 1):
+                continue
+            read = _read(pending, cfg, time.perf_counter() - since)
+            if evaluates:
                 holdout = evaluate(model.net, data.window, data.held_index, cfg.batch_size, model.device,
                                    data.use_aux, model.amp, model.layout)
-                metrics.update({HOLDOUT_PREFIX + k: v for k, v in holdout.items()})
-            history.append(metrics)
-            if on_step is not None:
-                on_step(step, dict(metrics))  # a copy: history keeps its own
-            if step + 1 < steps and state.due():
+                read[-1].update({HOLDOUT_PREFIX + k: v for k, v in holdout.items()})
+            for i, metrics in enumerate(read, start=step + 1 - len(read)):
+                history.append(metrics)
+                if on_step is not None:
+                    on_step(i, dict(metrics))  # a copy: history keeps its own
+            if saves:
                 state.save(step + 1, model.net, optimizer, rng, history, holdout, model.device)
+            pending, since = [], time.perf_counter()
     return first, history, holdout
 
 
@@ -509,10 +511,18 @@ def _minibatch(data: TrainData, rng: np.random.Generator, batch_size: int, devic
     return x.contiguous(memory_format=layout), pi_t, z_t, aux
 
 
-def _step(model: _Model, data: TrainData, cfg, optimizer, schedule, rng: np.random.Generator) -> dict:
-    """One SGD step on a minibatch drawn with `rng`; its metrics (METRIC_KEYS, and AUX_METRIC_KEYS with
-    auxiliary targets)."""
-    t0 = time.perf_counter()
+@dataclass
+class _Pending:
+    """One step's metrics still on the device: reading them waits for the device, so steps are read in
+    groups (`_read`) and the CPU draws the next minibatches while the device runs the last ones."""
+
+    names: list[str]  # the losses in `values`, then l2, entropy and grad_norm
+    values: torch.Tensor
+    lr: float
+
+
+def _step(model: _Model, data: TrainData, cfg, optimizer, schedule, rng: np.random.Generator) -> _Pending:
+    """One SGD step on a minibatch drawn with `rng`; its metrics, not yet read (`_read`)."""
     net, device = model.net, model.device
     x, pi_t, z_t, aux = _minibatch(data, rng, cfg.batch_size, device, model.layout)
     losses = _step_losses(net, x, pi_t, z_t, aux, device, model.amp)
@@ -528,26 +538,38 @@ def _step(model: _Model, data: TrainData, cfg, optimizer, schedule, rng: np.rand
 
     with torch.no_grad():
         log_p = losses["log_p"]
-        l2 = cfg.weight_decay * sum((p.detach() ** 2).sum() for p in net.parameters())
+        weights = [p.detach() for p in net.parameters()]
+        l2 = cfg.weight_decay * torch.nn.utils.get_total_norm(weights, foreach=True) ** 2  # a few launches
         entropy = -(log_p.exp() * log_p).sum(dim=1).mean()
         names = ["policy_loss", "value_loss", *(AUX_METRIC_KEYS if data.use_aux else ())]
-        values = torch.stack([losses[k].detach() for k in names] + [l2, entropy, grad_norm]).cpu().tolist()
-    found = dict(zip(names, values[:-3]))
-    l2v, ent, gnorm = values[-3:]
-    metrics = {
-        "loss": found["policy_loss"] + found["value_loss"] + l2v,
-        "policy_loss": found["policy_loss"],
-        "value_loss": found["value_loss"],
-        "l2": l2v,
-        "entropy": ent,
-        "grad_norm": gnorm,
-        "lr": lr,
-        "positions_per_s": cfg.batch_size / max(time.perf_counter() - t0, 1e-9),
-    }
-    if data.use_aux:
-        metrics["loss"] += cfg.ownership_weight * found["ownership_loss"] + cfg.score_weight * found["score_loss"]
-        metrics.update({k: found[k] for k in AUX_METRIC_KEYS})
-    return metrics
+        values = torch.stack([losses[k].detach() for k in names] + [l2, entropy, grad_norm])
+    return _Pending(names, values, lr)
+
+
+def _read(pending: list[_Pending], cfg, seconds: float) -> list[dict]:
+    """The metrics of `pending` steps (METRIC_KEYS, and AUX_METRIC_KEYS with auxiliary targets), read from the
+    device at once; each step's positions_per_s is the group's: its positions over the `seconds` it took."""
+    rows = torch.stack([p.values for p in pending]).cpu().tolist()
+    rate = len(pending) * cfg.batch_size / max(seconds, 1e-9)
+    out = []
+    for p, values in zip(pending, rows):
+        found = dict(zip(p.names, values[:-3]))
+        l2v, ent, gnorm = values[-3:]
+        metrics = {
+            "loss": found["policy_loss"] + found["value_loss"] + l2v,
+            "policy_loss": found["policy_loss"],
+            "value_loss": found["value_loss"],
+            "l2": l2v,
+            "entropy": ent,
+            "grad_norm": gnorm,
+            "lr": p.lr,
+            "positions_per_s": rate,
+        }
+        if "ownership_loss" in found:
+            metrics["loss"] += cfg.ownership_weight * found["ownership_loss"] + cfg.score_weight * found["score_loss"]
+            metrics.update({k: found[k] for k in AUX_METRIC_KEYS})
+        out.append(metrics)
+    return out
 
 
 def _final_metrics(model: _Model, data: TrainData, cfg, seed: int, history: list[dict], holdout: dict) -> dict:
