@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TINY
+from zero.train import READ_EVERY
 
 ZERO = [sys.executable, "-m", "zero.cli"]
 
@@ -88,11 +89,12 @@ def test_bench_of_training_with_and_without_channels_last(tmp_path):
         rows.append(json.loads(out.stdout)["train"])
     assert [r["channels_last"] for r in rows] == [False, True]
     for r in rows:
-        assert r["batch_size"] == 16 and r["steps"] >= 1 and r["positions_per_s"] > 0 and r["threads"] == 1
+        assert r["batch_size"] == 16 and r["positions_per_s"] > 0 and r["threads"] == 1
+        assert r["steps"] >= READ_EVERY and r["steps"] % READ_EVERY == 0  # whole groups of steps, read at once
         assert r["seconds"] >= 1 and r["device"] == "cpu" and r["minibatch_ms"] > 0
     human = run("bench", "--train", "--seconds", "1", "--model", "net.pt", "--threads", "1",
                 "--set", "network.size=b2c16", "--set", "train.batch_size=16", cwd=tmp_path).stdout
-    assert "training, batch 16:" in human and "drawing a minibatch takes" in human
+    assert "training, batch 16:" in human and "whole steps; drawing the minibatch takes" in human
 
 
 def test_bench_of_one_games_search_on_a_time_budget_with_batches_in_flight(tmp_path):
