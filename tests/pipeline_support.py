@@ -24,6 +24,15 @@ LEAKY_ENV = ("PREFECT_HOME", "PREFECT_API_URL", "PREFECT_PROFILE", "ZERO_PREFECT
              "MLFLOW_REGISTRY_URI", "ZERO_DVC_REMOTE")
 
 
+def selfplay_sgf_games(games_dir: Path) -> int:
+    """The games in a generation's self-play SGFs (`games/sgf/shard-00k/shard-00k.sgf.gz`, one collection a
+    shard); fails on a one-game `.sgf` file there, the layout before the collections."""
+    from zero.sgf import read_collection
+
+    assert not list((games_dir / "sgf").rglob("*.sgf")), "one-game SGF files beside the shards' collections"
+    return sum(len(read_collection(p)) for p in (games_dir / "sgf").rglob("shard-*.sgf.gz"))
+
+
 def make_workspace(path: Path) -> Path:
     """A fresh workspace: the repository's dvc.yaml and smoke params, an empty generations list, git."""
     path.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TINY
+from zero.sgf import read_collection
 from zero.train import READ_EVERY
 
 ZERO = [sys.executable, "-m", "zero.cli"]
@@ -28,7 +29,7 @@ def test_init_selfplay_train_match(tmp_path):
     out = run("selfplay", "--model", "g0.pt", "--out", "games/s0.npz", "--seed", "2", "--sgf-dir", "sgf", cwd=tmp_path)
     summary = json.loads(out.stdout)
     assert summary["games"] == 6 and (tmp_path / "games/s0.npz").is_file()
-    assert len(list((tmp_path / "sgf").glob("*.sgf"))) == 6
+    assert len(read_collection(tmp_path / "sgf" / "s0.sgf.gz")) == 6  # the shard's games, one collection
     run("train", "--init", "g0.pt", "--data", "games/s0.npz", "--out", "g1.pt", "--seed", "3",
         "--metrics-out", "m.jsonl", cwd=tmp_path)
     lines = [json.loads(x) for x in (tmp_path / "m.jsonl").read_text().splitlines()]
@@ -47,7 +48,6 @@ def test_match_names_its_players_in_the_sgfs(tmp_path):
     run("match", "--a", "new/go-9.pt", "--b", "old/go-9.pt", "--games", "2", "--sgf-dir", "same", cwd=tmp_path)
     run("match", "--a", "new/go-9.pt", "--b", "old/go-9.pt", "--games", "2", "--sgf-dir", "named",
         "--a-name", "g26", "--b-name", "g25 [old]", cwd=tmp_path)
-    from zero.sgf import read_collection
 
     same = read_collection(tmp_path / "same" / "match.sgf.gz")
     named = read_collection(tmp_path / "named" / "match.sgf.gz")

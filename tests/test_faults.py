@@ -43,7 +43,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline_support import BIN, SMOKE, TAG, Pipeline, free_port, make_workspace
+from pipeline_support import BIN, SMOKE, TAG, Pipeline, free_port, make_workspace, selfplay_sgf_games
 from zero.sgf import read_collection
 
 # The refused and killed generation plays longer shards, so that the run can be killed between them.
@@ -241,7 +241,7 @@ def check_generation(p: Pipeline, ref: Pipeline, g: int, run_id: str) -> None:
     assert record["flow_run_id"] == run_id
     games = sorted((d / "games").glob("shard-*.npz"))
     assert [x.name for x in games] == ["shard-000.npz", "shard-001.npz"]
-    assert len(list((d / "games/sgf").rglob("*.sgf"))) == record["selfplay"]["games"] == 16
+    assert selfplay_sgf_games(d / "games") == record["selfplay"]["games"] == 16
     assert not list(d.rglob("*.tmp"))
     t, r = p.tracker(), ref.tracker()
     runs, ref_runs = generation_runs(t, g), generation_runs(r, g)
@@ -311,11 +311,11 @@ def test_a_served_generation_leaves_its_shards_lock_remote_mlflow_run_and_model_
     assert p.flow_run(run_id)["state"]["type"] == "COMPLETED"
     # shards and SGFs exist
     assert sorted(x.name for x in (g1 / "games").glob("*.npz")) == ["shard-000.npz", "shard-001.npz"]
-    assert len(list((g1 / "games/sgf").rglob("*.sgf"))) == 16
+    assert selfplay_sgf_games(g1 / "games") == 16
     assert sum(len(read_collection(p)) for p in (g1 / "gate/sgf").rglob("match.sgf.gz")) == 8
     # dvc.lock records them, and the default remote holds them
     games = {o["path"]: o for o in lock_entries(p, 1)[f"selfplay@{TAG}-g0001"]["outs"]}[f"gens/{TAG}/g0001/games"]
-    assert games["nfiles"] == 18  # 2 shards + 16 SGFs
+    assert games["nfiles"] == 4  # 2 shards and their 2 SGF collections
     assert "in sync" in p.sh(str(BIN / "dvc"), "status", "--cloud").stdout
     assert "up to date" in p.sh(str(BIN / "dvc"), "status").stdout.lower()
     # the MLflow run: params, per-step metrics, tags, artifacts
@@ -517,7 +517,7 @@ def test_a_second_run_is_refused_then_the_killed_run_is_retried_without_losing_o
     assert spent > 0  # the record keeps tenths of a second, rounded: at most 0.05 s under the sum
     assert record["compute"]["cpu_s_by_stage"]["earlier_attempts"] >= spent - 0.05 - 1e-9
     print(f"killed with {len(done)} of 4 shards done; the retry reused {record['selfplay']['shards_reused']}")
-    assert len(list((gen / "games/sgf").rglob("*.sgf"))) == 4 * 24
+    assert selfplay_sgf_games(gen / "games") == 4 * 24
     assert not list((gen / "games").rglob("*.tmp"))
     from flows.stages import shard_stats
 

@@ -21,12 +21,13 @@ def test_a_long_lived_player_loads_the_network_once_and_plays_the_same_bytes(lin
 
     params, g0, g1 = line
     alone = [stages.selfplay_shard(g1, k)["sha256"] for k in range(2)]
-    sgf = {p.relative_to(g1.games_dir): p.read_bytes() for p in g1.games_dir.rglob("*.sgf")}
+    sgf = {p.relative_to(g1.games_dir): p.read_bytes() for p in g1.games_dir.rglob("*.sgf.gz")}
+    assert len(sgf) == 2  # one collection a shard
     for k in range(2):
         g1.shard(k).unlink()
     player = SelfPlayer()
     assert [player.play(str(g1.root), g1.rel, k)["sha256"] for k in range(2)] == alone
-    assert {p.relative_to(g1.games_dir): p.read_bytes() for p in g1.games_dir.rglob("*.sgf")} == sgf
+    assert {p.relative_to(g1.games_dir): p.read_bytes() for p in g1.games_dir.rglob("*.sgf.gz")} == sgf
     first = stages.file_sha256(g0.champion)
     assert player.loads == {first: 1} and player.shards == [f"{g1.rel}/0", f"{g1.rel}/1"]
     init_checkpoint(params, g0.champion, seed=12345)  # a new network under the same name is read again

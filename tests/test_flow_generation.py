@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline_support import SMOKE, isolate_env, make_workspace
+from pipeline_support import SMOKE, isolate_env, make_workspace, selfplay_sgf_games
 
 pytestmark = pytest.mark.slow  # a Prefect test server and whole smoke generations
 
@@ -51,7 +51,7 @@ def test_two_generations_are_recorded_in_dvc_mlflow_and_the_registry(two_generat
     for rec in records:
         gen_dir = root / "gens/gomoku-6x6x4" / f"g{rec['generation']:04d}"
         assert len(list((gen_dir / "games").glob("shard-*.npz"))) == 2
-        assert len(list((gen_dir / "games/sgf").rglob("*.sgf"))) == 16
+        assert selfplay_sgf_games(gen_dir / "games") == 16
         assert rec["data"][f"g{rec['generation']:04d}"] == \
             out_hashes(root, f"selfplay@gomoku-6x6x4-g{rec['generation']:04d}")[f"{gen_dir.relative_to(root)}/games"]
         assert json.loads((gen_dir / "generation.json").read_text())["mlflow_run_id"] == rec["mlflow_run_id"]

@@ -5,7 +5,7 @@ import pytest
 
 from zero.games import make_game
 from zero.selfplay import calibrate_resign_threshold, play_shard, resign_false_positive_rate
-from zero.sgf import parse_sgf
+from zero.sgf import read_collection, read_collection_text
 from zero.shards import ShardError, read_shard, verify_shard
 
 
@@ -33,10 +33,9 @@ def test_shard_round_trip_and_contents(tiny_params, tiny_checkpoint, tmp_path):
             assert shard.policy[r, action] > 0  # the move played was searched
             game.play(batch, 0, int(action))
         assert game.is_over(batch, 0) and game.outcome(batch, 0) == shard.result[g]
-    sgfs = sorted((tmp_path / "sgf").glob("*.sgf"))
-    assert len(sgfs) == 6
-    parsed = parse_sgf(sgfs[0].read_text())
-    assert parsed.moves == list(shard.moves[0, : shard.length[0]])
+    assert [p.name for p in (tmp_path / "sgf").iterdir()] == ["shard.sgf.gz"]  # one collection a shard
+    games = read_collection(tmp_path / "sgf" / "shard.sgf.gz")
+    assert [g.moves for g in games] == [list(shard.moves[g, : shard.length[g]]) for g in range(len(shard.length))]
 
 
 def test_same_seed_gives_the_same_bytes(tiny_params, tiny_checkpoint, tmp_path):
@@ -58,8 +57,9 @@ def test_go_shard_on_5x5(tmp_path):
     shard = read_shard(tmp_path / "go.npz")
     assert shard.plane_shape == (17, 5, 5) and shard.policy.shape[1] == 26
     assert summary["games"] == 4 and all(0 < n <= 50 for n in shard.length)
-    text = (tmp_path / "go-0000.sgf").read_text()
-    assert "GM[1]" in text and "SZ[5]" in text and "KM[7.5]" in text and "RU[" in text
+    assert len(read_collection(tmp_path / "go.sgf.gz")) == 4
+    text = read_collection_text(tmp_path / "go.sgf.gz")
+    assert text.count("GM[1]") == text.count("SZ[5]") == text.count("KM[7.5]") == text.count("RU[") == 4
 
 
 def test_corrupt_or_truncated_shard_is_named(tiny_params, tiny_checkpoint, tmp_path):

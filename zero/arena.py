@@ -25,7 +25,6 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from zero.config import GameConfig, SearchConfig
-from zero.fileio import atomic_write_text
 from zero.games import Game
 from zero.games.base import central_points
 from zero.mcts import Search, pruned_policy
@@ -101,23 +100,10 @@ def sgf_records(records: list[GameRecord], g: GameConfig, event: str = "self-pla
     return texts
 
 
-def write_sgfs(records: list[GameRecord], g: GameConfig, sgf_dir: str | Path, prefix: str,
-               event: str = "self-play", players: tuple[str, str] | None = None) -> list[Path]:
-    """One SGF file per game, named `<prefix>-<index>.sgf` (self-play's shards); see sgf_records."""
-    sgf_dir = Path(sgf_dir)
-    sgf_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for rec, text in zip(sorted(records, key=lambda r: r.index), sgf_records(records, g, event, players)):
-        path = sgf_dir / f"{prefix}-{rec.index:04d}.sgf"
-        atomic_write_text(path, text)
-        paths.append(path)
-    return paths
-
-
 def write_sgf_collection(records: list[GameRecord], g: GameConfig, path: str | Path, event: str = "match",
                          players: tuple[str, str] | None = None) -> Path:
-    """A match's games as one gzip-compressed SGF collection `path` (`<name>.sgf.gz`), in index order,
-    written atomically; see sgf_records."""
+    """Games (a match's, a self-play shard's) as one gzip-compressed SGF collection `path` (`<name>.sgf.gz`),
+    in index order, written atomically; see sgf_records."""
     from zero.sgf import write_collection
 
     return write_collection(path, sgf_records(records, g, event, players))

@@ -647,7 +647,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="shard file to write (.npz)")
     p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--games", type=_count(MAX_GAMES), default=None)
-    p.add_argument("--sgf-dir", default=None)
+    p.add_argument("--sgf-dir", default=None, help="keep the games here as one SGF collection, <out's stem>.sgf.gz")
     p.set_defaults(fn=cmd_selfplay)
 
     p = sub.add_parser("train", parents=[common], help="train a network on shards")
