@@ -113,10 +113,10 @@ def play_shard(params, checkpoint: str | Path, out_path: str | Path, seed: int,
     `load_network(checkpoint, device) -> ZeroNet` (eval mode) replaces reading
     the file, for a long-lived player that keeps the network it loaded once;
     the shard is the same either way. With selfplay.min_positions_per_shard, the shard plays
-    further rounds of games (seeds from `top_up_seed`) until its games recorded that many positions. With
-    `sgf_dir`, the games also go into `<sgf_dir>/<out_path's stem>.sgf.gz`, one collection. Returns a summary: games, positions,
-    resignations, calibration games, sha256 of the shard, seconds, and network
-    evaluations per second.
+    further rounds of games (seeds from `top_up_seed`) until its games recorded that many positions.
+    With `sgf_dir`, the games also go into `<sgf_dir>/<out_path's stem>.sgf.gz`, one collection.
+    Returns a summary: games, positions, resignations, calibration games, sha256 of the shard,
+    seconds, and network evaluations per second.
     """
     game = make_game(params.game)
     set_threads(params.selfplay.threads)
@@ -143,8 +143,9 @@ def play_shard(params, checkpoint: str | Path, out_path: str | Path, seed: int,
                               progress=progress, final_board=aux)
     shard = records_to_shard(records, game, params, seed, aux=aux)
     sha = write_shard(out_path, shard)
-    if sgf_dir is not None:  # the shard's games, one collection (one file for DVC to hash and push, not one a game)
-        write_sgf_collection(records, params.game, Path(sgf_dir) / f"{Path(out_path).stem}.sgf.gz", event="self-play")
+    if sgf_dir is not None:  # one collection: one file for DVC to hash and push, not one a game
+        sgf_path = Path(sgf_dir) / f"{Path(out_path).stem}.sgf.gz"
+        write_sgf_collection(records, params.game, sgf_path, event="self-play")
     seconds = time.perf_counter() - start
     return {
         **shard_summary(shard),
