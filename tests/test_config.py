@@ -68,7 +68,7 @@ DEFAULTS_DIGEST = "d16878b9f6a5b814ac03c253d517f5c8122a9f6aefa3ec191d8e4092e0484
 def test_switches_that_are_off_keep_the_params_hash():
     assert load_params(None).digest() == DEFAULTS_DIGEST
     explicit = ["selfplay.cpu_bf16=false", "gate.cpu_bf16=false", "network.global_pooling=false", "network.aux_heads=false", "train.holdout_share=0",
-                "train.mixed_precision=false", "train.channels_last=false", "train.cpu_bf16=false", "train.max_samples_per_position=null", "train.ownership_weight=1.5",
+                "train.mixed_precision=false", "train.channels_last=false", "train.cpu_bf16=false", "train.cuda_graph=false", "train.max_samples_per_position=null", "train.ownership_weight=1.5",
                 "pipeline.selfplay_actors=0", "ladder.every=1", "mcts.lcb_stdevs=0", "mcts.lcb_min_visit_share=0.1"]
     assert load_params(None, explicit).digest() == DEFAULTS_DIGEST
 
@@ -76,7 +76,7 @@ def test_switches_that_are_off_keep_the_params_hash():
 @pytest.mark.parametrize("override", [
     "network.global_pooling=true", "network.global_pooling_every=2", "network.aux_heads=true",
     "train.score_weight=0.1", "train.max_samples_per_position=4", "train.holdout_share=0.05",
-    "train.mixed_precision=true", "train.channels_last=true", "train.cpu_bf16=true", "pipeline.selfplay_actors=2",
+    "train.mixed_precision=true", "train.channels_last=true", "train.cpu_bf16=true", "train.cuda_graph=true", "pipeline.selfplay_actors=2",
     "ladder.every=3", "mcts.lcb_stdevs=3",
     ["selfplay.fast_inference=true", "selfplay.cpu_bf16=true"], ["gate.fast_inference=true", "gate.cpu_bf16=true"],
 ])

@@ -364,3 +364,60 @@ def test_channels_last_is_a_switch():
     base = load_params(None, [])
     assert load_params(None, ["train.channels_last=false"]).digest() == base.digest()
     assert load_params(None, ["train.channels_last=true"]).digest() != base.digest()
+
+
+# --- CUDA graphs: train.cuda_graph ------------------------------------------------------------------
+
+
+def test_cuda_graph_changes_nothing_on_the_cpu(tmp_path):
+    init = init_net(tmp_path, aux_heads=True)
+    shards = [write(tmp_path, f"s{i}.npz", recipe_shard(i)) for i in range(2)]
+    summaries = {on: train(tiny_params(steps=6, lr_milestones=[3], cuda_graph=on, max_grad_norm=1.0), init, shards,
+                           tmp_path / f"{on}.pt", seed=4) for on in (False, True)}
+    assert file_sha256(tmp_path / "True.pt") == file_sha256(tmp_path / "False.pt")
+    assert "cuda_graph" not in summaries[True]
+
+
+@pytest.mark.parametrize("aux_heads", [False, True])
+def test_the_graphs_buffers_give_the_steps_of_the_plain_update(tmp_path, monkeypatch, aux_heads):
+    """_GraphedUpdate without its graph (what the CPU can run): each minibatch copied into the same buffers,
+    the auxiliary targets in their places, across a milestone of the learning rate; the same bytes as the
+    plain steps, and the metrics of each step its own."""
+    import zero.train as zt
+
+    init = init_net(tmp_path, aux_heads=aux_heads)
+    shards = [write(tmp_path, f"s{i}.npz", recipe_shard(i, aux=aux_heads)) for i in range(2)]
+    params = tiny_params(steps=7, lr_milestones=[4], max_grad_norm=1.0)
+    plain, buffered, made = [], [], []
+    train(params, init, shards, tmp_path / "plain.pt", seed=5, on_step=lambda i, m: plain.append(m))
+
+    def buffers_only(model, cfg, optimizer, capture=None):
+        made.append(zt._GraphedUpdate(model, cfg, optimizer, capture=False))
+        return made[-1]
+
+    monkeypatch.setattr(zt, "_updater", buffers_only)
+    train(params, init, shards, tmp_path / "buffered.pt", seed=5, on_step=lambda i, m: buffered.append(m))
+    assert len(made) == 1 and made[0].steps == 7 and len(made[0].inputs) == (6 if aux_heads else 3)
+    assert file_sha256(tmp_path / "buffered.pt") == file_sha256(tmp_path / "plain.pt")
+    keys = [k for k in plain[0] if k != "positions_per_s"]
+    assert [[m[k] for k in keys] for m in buffered] == [[m[k] for k in keys] for m in plain]
+    assert len({m["policy_loss"] for m in buffered}) == 7  # each step's own metrics, not the buffers' last
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="train.cuda_graph captures on a CUDA device; none here")
+def test_cuda_graph_trains_as_the_plain_steps_on_cuda(tmp_path):
+    init = init_net(tmp_path, aux_heads=True)
+    shards = [write(tmp_path, f"s{i}.npz", recipe_shard(i)) for i in range(2)]
+    losses, summaries = {}, {}
+    for on in (False, True):
+        losses[on] = []
+        params = tiny_params(steps=12, lr_milestones=[6, 9], cuda_graph=on, max_grad_norm=1.0, device="cuda",
+                             mixed_precision=True, holdout_share=0.2)
+        summaries[on] = train(params, init, shards, tmp_path / f"{on}.pt", seed=6,
+                              on_step=lambda i, m, on=on: losses[on].append((m["policy_loss"], m["lr"])))
+    assert summaries[True]["cuda_graph"] is True and "cuda_graph" not in summaries[False]
+    assert [lr for _, lr in losses[True]] == [lr for _, lr in losses[False]]
+    np.testing.assert_allclose([p for p, _ in losses[True]], [p for p, _ in losses[False]], rtol=2e-2)
+    off, on = weights(tmp_path / "False.pt"), weights(tmp_path / "True.pt")
+    for k in off:
+        torch.testing.assert_close(on[k], off[k], rtol=2e-2, atol=2e-3)

@@ -592,7 +592,8 @@ def cmd_bench(args) -> int:
         else:
             print(f"training, batch {row['batch_size']}: {row['positions_per_s']:,.0f} positions/s "
                   f"({row['steps']} steps in {row['seconds']:.1f} s, {row['threads']} threads, "
-                  f"channels_last {str(row['channels_last']).lower()}, {row['device']}), whole steps; drawing the "
+                  f"channels_last {str(row['channels_last']).lower()}, {row['device']}"
+                  f"{', CUDA graph' if row.get('cuda_graph') else ''}), whole steps; drawing the "
                   f"minibatch takes {row['minibatch_ms']:.1f} ms of a step")
         return 0
     if args.scan_games and not args.scan_threads:

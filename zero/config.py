@@ -504,6 +504,9 @@ class TrainConfig(_ComputeSection):
     channels_last: the network and its batches in channels-last layout (oneDNN's NHWC convolutions on
         the CPU: 1.14-1.33 times the positions a second for b6c64 9x9 on one core; cuDNN's on CUDA); the
         same training up to float rounding, so a switch.
+    cuda_graph: on CUDA, each step's work (forward, backward, clip, update) replayed from one CUDA graph
+        instead of launched kernel by kernel from Python, where a small network's training spends most of
+        its time; no effect on the CPU. The same steps up to the kernels the libraries choose, so a switch.
     """
 
     batch_size: int = _int(256, ge=1, le=MAX_BATCH)
@@ -524,6 +527,7 @@ class TrainConfig(_ComputeSection):
     mixed_precision: bool = _bool(False, switch=True)
     channels_last: bool = _bool(False, switch=True)
     cpu_bf16: bool = _bool(False, switch=True)
+    cuda_graph: bool = _bool(False, switch=True)
 
 
 class GateConfig(_ComputeSection):

@@ -31,7 +31,8 @@ Switches of a faster recipe, all off by default (params.train):
   kept out of training and scored at intervals (`holdout_positions`);
 - `mixed_precision`: bf16 autocast on CUDA (no effect on the CPU);
 - `cpu_bf16`: bf16 autocast on the CPU (no effect on CUDA): about 1.7 times the positions a second on a
-  CPU with bfloat16 instructions; the weights, their updates and the losses stay float32.
+  CPU with bfloat16 instructions; the weights, their updates and the losses stay float32;
+- `cuda_graph`: on CUDA, each step replayed from a CUDA graph (`_GraphedUpdate`; no effect on the CPU).
 
 Every run reports how often positions are reused (`summary["reuse"]`).
 
@@ -44,6 +45,7 @@ continues from there to the same weights, byte for byte, as one that never stopp
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -126,9 +128,10 @@ def _bf16(cfg, device: torch.device) -> bool:
 
 
 def _autocast(device: torch.device, on: bool):
-    """bf16 autocast on the device when `on` (no loss scaling is needed for bf16); nothing otherwise."""
+    """bf16 autocast on the device when `on` (no loss scaling is needed for bf16); nothing otherwise. Without
+    autocast's cache of cast weights, which a CUDA graph cannot hold (a step casts each weight once anyway)."""
     if on and device.type in ("cuda", "cpu"):
-        return torch.autocast(device.type, dtype=torch.bfloat16)
+        return torch.autocast(device.type, dtype=torch.bfloat16, cache_enabled=False)
     return contextlib.nullcontext()
 
 
@@ -178,7 +181,7 @@ def measure_training(net, cfg, seconds: float, seed: int = 0) -> dict:
     channels_last, gradient clip, device; torch threads as set by the caller), in whole steps as `train` takes
     them (`_step`, read every READ_EVERY steps) on a window of random positions and targets, the auxiliary
     ones too when the network has their heads. The network is trained in place (pass a copy). A warm-up step
-    is not timed; `minibatch_ms` is the part of a step spent drawing its minibatch (`_minibatch`)."""
+    (with train.cuda_graph on CUDA, the graph's warm-up and capture) is not timed; `minibatch_ms` is the part of a step spent drawing its minibatch (`_minibatch`)."""
     device = pick_device(cfg.device)
     layout = _layout(cfg)
     model = _Model(net=net.to(device).to(memory_format=layout).train(), device=device, amp=_bf16(cfg, device),
@@ -188,17 +191,19 @@ def measure_training(net, cfg, seconds: float, seed: int = 0) -> dict:
     data = _random_data(net.config, 4 * b, rng)
     optimizer = _optimizer(model.net, cfg)
     schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[])
-    _read([_step(model, data, cfg, optimizer, schedule, rng)], cfg, 1.0)  # warm-up, waits for the device
+    update = _updater(model, cfg, optimizer)
+    warm_up = _GraphedUpdate.WARMUP + 1 if cfg.cuda_graph and device.type == "cuda" else 1
+    _read([_step(model, data, cfg, optimizer, schedule, rng, update) for _ in range(warm_up)], cfg, 1.0)
     steps, started = 0, time.perf_counter()
     while steps == 0 or time.perf_counter() - started < seconds:
-        _read([_step(model, data, cfg, optimizer, schedule, rng) for _ in range(READ_EVERY)], cfg, 1.0)
+        _read([_step(model, data, cfg, optimizer, schedule, rng, update) for _ in range(READ_EVERY)], cfg, 1.0)
         steps += READ_EVERY
     elapsed = time.perf_counter() - started
     return {"positions_per_s": round(steps * b / elapsed, 1), "steps": steps, "seconds": round(elapsed, 2),
             "minibatch_ms": round(_minibatch_ms(data, b, device, layout, rng), 2),
             "batch_size": b, "channels_last": layout is torch.channels_last,
             "mixed_precision": model.amp and device.type == "cuda",
-            "cpu_bf16": model.amp and device.type == "cpu",
+            "cpu_bf16": model.amp and device.type == "cpu", "cuda_graph": model.cuda_graph,
             "device": str(device)}
 
 
@@ -418,6 +423,7 @@ class _Model:
     layout: torch.memory_format  # of the network and its batches (`_layout`)
     init_meta: dict  # the starting checkpoint's meta
     grown_from: str | None  # "b<blocks>c<filters>" of the checkpoint when its network was grown
+    cuda_graph: bool = False  # its steps were replayed from a CUDA graph (train.cuda_graph, `_GraphedUpdate`)
 
 
 def _model(cfg, init_checkpoint: str | Path, network, seed: int) -> _Model:
@@ -465,9 +471,10 @@ def _run_steps(model: _Model, data: TrainData, cfg, seed: int, state: TrainState
             for i, metrics in enumerate(history if replay_kept and on_step is not None else ()):
                 on_step(i, dict(metrics))
         model.net.train()
+        update = _updater(model, cfg, optimizer)
         pending, since = [], time.perf_counter()
         for step in range(first, steps):
-            pending.append(_step(model, data, cfg, optimizer, schedule, rng))
+            pending.append(_step(model, data, cfg, optimizer, schedule, rng, update))
             evaluates = len(data.held_index) and ((step + 1) % eval_every == 0 or step == steps - 1)
             saves = step + 1 < steps and state.due()
             if not (evaluates or saves or len(pending) == READ_EVERY or step == steps - 1):
@@ -521,29 +528,131 @@ class _Pending:
     lr: float
 
 
-def _step(model: _Model, data: TrainData, cfg, optimizer, schedule, rng: np.random.Generator) -> _Pending:
-    """One SGD step on a minibatch drawn with `rng`; its metrics, not yet read (`_read`)."""
-    net, device = model.net, model.device
-    x, pi_t, z_t, aux = _minibatch(data, rng, cfg.batch_size, device, model.layout)
-    losses = _step_losses(net, x, pi_t, z_t, aux, device, model.amp)
-    objective = _objective(losses, cfg)
+def _step(model: _Model, data: TrainData, cfg, optimizer, schedule, rng: np.random.Generator,
+          update: Callable) -> _Pending:
+    """One SGD step on a minibatch drawn with `rng`, its device work done by `update` (`_updater`); its
+    metrics, not yet read (`_read`)."""
+    batch = _minibatch(data, rng, cfg.batch_size, model.device, model.layout)
     lr = optimizer.param_groups[0]["lr"]
+    values = update(*batch)
+    schedule.step()
+    return _Pending(_metric_names(data.use_aux), values, lr)
+
+
+def _metric_names(use_aux: bool) -> list[str]:
+    """The losses a step's metrics tensor holds first (`_update`), before l2, entropy and grad_norm."""
+    return ["policy_loss", "value_loss", *(AUX_METRIC_KEYS if use_aux else ())]
+
+
+def _update(model: _Model, cfg, optimizer, x, pi_t, z_t, aux) -> torch.Tensor:
+    """A step's device work on one minibatch: the losses, their gradient (clipped to train.max_grad_norm),
+    the SGD update; returns the metrics (`_metric_names`, then l2, entropy and grad_norm) stacked on the
+    device. Nothing here reads the device, so a CUDA graph can hold all of it (`_GraphedUpdate`)."""
+    net = model.net
+    losses = _step_losses(net, x, pi_t, z_t, aux, model.device, model.amp)
+    objective = _objective(losses, cfg)
     optimizer.zero_grad(set_to_none=True)
     objective.backward()  # the L2 term's gradient comes from weight_decay
     grad_norm = torch.nn.utils.get_total_norm([p.grad for p in net.parameters() if p.grad is not None])
     if cfg.max_grad_norm:
         torch.nn.utils.clip_grads_with_norm_(net.parameters(), cfg.max_grad_norm, grad_norm)
     optimizer.step()
-    schedule.step()
-
     with torch.no_grad():
         log_p = losses["log_p"]
         weights = [p.detach() for p in net.parameters()]
         l2 = cfg.weight_decay * torch.nn.utils.get_total_norm(weights, foreach=True) ** 2  # a few launches
         entropy = -(log_p.exp() * log_p).sum(dim=1).mean()
-        names = ["policy_loss", "value_loss", *(AUX_METRIC_KEYS if data.use_aux else ())]
-        values = torch.stack([losses[k].detach() for k in names] + [l2, entropy, grad_norm])
-    return _Pending(names, values, lr)
+        names = _metric_names(aux is not None)
+        return torch.stack([losses[k].detach() for k in names] + [l2, entropy, grad_norm])
+
+
+def _updater(model: _Model, cfg, optimizer, capture: bool | None = None) -> Callable:
+    """What does a step's device work (called with a minibatch, returns its metrics): `_update` itself, or
+    with train.cuda_graph on CUDA the same work replayed from a CUDA graph (`_GraphedUpdate`). `capture`
+    True or False asks for a `_GraphedUpdate` whatever the config, with or without its graph (False: its
+    buffers alone, which the CPU can run)."""
+    if capture is None:
+        if not (cfg.cuda_graph and model.device.type == "cuda"):
+            return functools.partial(_update, model, cfg, optimizer)
+        capture = True
+    return _GraphedUpdate(model, cfg, optimizer, capture)
+
+
+class _GraphedUpdate:
+    """train.cuda_graph: a step's device work (`_update`) captured once as a CUDA graph, then replayed: one
+    launch a step instead of the few thousand kernels Python launches one by one (training a small network
+    on a GPU waits on those launches, not on the card).
+
+    Each step copies its minibatch into the buffers the graph reads. The first WARMUP steps run eagerly on a
+    side stream (the momentum buffers and the libraries' workspaces come into being there, as capture needs);
+    the graph holds the learning rate, so a milestone of the schedule captures it again. Where capture
+    fails, the training logs why and goes on eagerly. The same steps as `_update`'s, up to the kernels the
+    libraries choose; `model.cuda_graph` says whether a step was replayed.
+    """
+
+    WARMUP = 3
+
+    def __init__(self, model: _Model, cfg, optimizer, capture: bool):
+        self.model, self.cfg, self.optimizer, self.capture = model, cfg, optimizer, capture
+        self.steps = 0
+        self.inputs: list[torch.Tensor] | None = None  # the minibatch's tensors the graph reads
+        self.values: torch.Tensor | None = None  # the metrics the graph writes
+        self.graph = None
+        self.lr: float | None = None  # the learning rate the graph holds
+        self.failed = False
+
+    def __call__(self, x, pi_t, z_t, aux) -> torch.Tensor:
+        if self.failed:
+            return _update(self.model, self.cfg, self.optimizer, x, pi_t, z_t, aux)
+        self._load([x, pi_t, z_t, *(aux or ())])
+        self.steps += 1
+        if not self.capture:
+            return self._update()
+        if self.steps <= self.WARMUP:
+            return self._on_side_stream()
+        lr = self.optimizer.param_groups[0]["lr"]
+        if (self.graph is None or lr != self.lr) and not self._capture(lr):
+            return self._update()
+        self.graph.replay()
+        self.model.cuda_graph = True
+        return self.values.clone()
+
+    def _load(self, batch: list[torch.Tensor]) -> None:
+        if self.inputs is None:
+            self.inputs = [t.clone() for t in batch]  # clone keeps the channels-last layout
+        else:
+            for kept, t in zip(self.inputs, batch, strict=True):
+                kept.copy_(t, non_blocking=True)
+
+    def _update(self) -> torch.Tensor:
+        x, pi_t, z_t, *aux = self.inputs
+        return _update(self.model, self.cfg, self.optimizer, x, pi_t, z_t, tuple(aux) if aux else None)
+
+    def _on_side_stream(self) -> torch.Tensor:
+        device = self.model.device
+        side = torch.cuda.Stream(device)
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side):
+            values = self._update()
+        torch.cuda.current_stream(device).wait_stream(side)
+        return values
+
+    def _capture(self, lr: float) -> bool:
+        """The step captured with learning rate `lr`; False (and eager steps from here on) where it cannot be."""
+        if self.graph is not None:
+            self.graph.reset()
+        self.graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(self.graph):
+                self.values = self._update()
+        except RuntimeError as e:
+            log.warning("train.cuda_graph: a training step could not be captured as a CUDA graph (%s); the "
+                        "training goes on without one", e)
+            self.optimizer.zero_grad(set_to_none=True)
+            self.graph, self.failed = None, True
+            return False
+        self.lr = lr
+        return True
 
 
 def _read(pending: list[_Pending], cfg, seconds: float) -> list[dict]:
@@ -630,4 +739,6 @@ def _summary(model: _Model, data: TrainData, final: dict, holdout: dict, first: 
         summary["grown_from"] = model.grown_from
     if first:
         summary["resumed_at_step"] = first
+    if model.cuda_graph:
+        summary["cuda_graph"] = True
     return summary
