@@ -6,7 +6,8 @@
 # flow run of zero-loop (MODE loop: what `make loop` and a campaign run, the generations back to back in one
 # process), then one generation of the same params by flows.standalone in a copy of the workspace, for the
 # flow's overhead.
-# nvidia-smi's utilisation is sampled twice a second throughout. A generation or the standalone one that would
+# nvidia-smi's utilisation is sampled twice a second throughout. After the flow, where time is left, zero bench
+# --train times the training step with and without train.cuda_graph. A generation or the standalone one that would
 # end past ZERO_GPU_LINE_SECONDS (560) is not started; PREFECT_PORT and MLFLOW_PORT choose the workspace's ports
 # (4200, 5000); ZERO_GPU_SET (space-separated section.key=value) sets parameters over PARAMS for every step,
 # flow and standalone alike (as `make run OVERRIDES=...`; each generation's params.yaml records them), e.g.
@@ -100,6 +101,14 @@ else
     done
 fi
 cp .prefect/serve.log "$out/flow.log" 2>/dev/null
+# the training step with and without train.cuda_graph (zero bench --train, 10 s each), where the budget leaves 60 s
+if [ $((budget - SECONDS - reserve)) -gt 60 ]; then
+    for graph in true false; do
+        step "bench-train-cuda_graph-$graph" 45 zero bench --params "$params" "${sets[@]}" --set "train.cuda_graph=$graph" \
+            --train --seconds 10
+        tail -n 1 "$out/log.txt" >> "$out/run.txt"
+    done
+fi
 # the same params in a copy of the workspace without the servers: the generation after the flow's last
 copy=$(mktemp -d)
 if [ "$standalone" != 0 ]; then
