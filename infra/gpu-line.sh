@@ -6,8 +6,8 @@
 # flow run of zero-loop (MODE loop: what `make loop` and a campaign run, the generations back to back in one
 # process), then one generation of the same params by flows.standalone in a copy of the workspace, for the
 # flow's overhead.
-# nvidia-smi's utilisation is sampled twice a second throughout. After the flow, where time is left, zero bench
-# --train times the training step with and without train.cuda_graph. A generation or the standalone one that would
+# nvidia-smi's utilisation is sampled twice a second throughout. After the flow, where time is left, the CUDA
+# graph test runs and zero bench --train times the training step with and without train.cuda_graph. A generation or the standalone one that would
 # end past ZERO_GPU_LINE_SECONDS (560) is not started; PREFECT_PORT and MLFLOW_PORT choose the workspace's ports
 # (4200, 5000); ZERO_GPU_SET (space-separated section.key=value) sets parameters over PARAMS for every step,
 # flow and standalone alike (as `make run OVERRIDES=...`; each generation's params.yaml records them), e.g.
@@ -101,8 +101,11 @@ else
     done
 fi
 cp .prefect/serve.log "$out/flow.log" 2>/dev/null
-# the training step with and without train.cuda_graph (zero bench --train, 10 s each), where the budget leaves 60 s
-if [ $((budget - SECONDS - reserve)) -gt 60 ]; then
+# train.cuda_graph checked against the plain steps on this device (skipped without CUDA), and the training step
+# timed with and without it (zero bench --train, 10 s each), where the budget leaves 90 s
+if [ $((budget - SECONDS - reserve)) -gt 90 ]; then
+    step test-cuda-graph 60 python -m pytest -q -p no:cacheprovider tests/test_train_recipe.py -k cuda_graph
+    tail -n 1 "$out/log.txt" >> "$out/run.txt"
     for graph in true false; do
         step "bench-train-cuda_graph-$graph" 45 zero bench --params "$params" "${sets[@]}" --set "train.cuda_graph=$graph" \
             --train --seconds 10

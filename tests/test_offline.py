@@ -100,10 +100,10 @@ def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path,
     generation as a flow run of zero-generation (`run`) and the next one by flows.standalone in a copy, both
     with ZERO_GPU_SET's settings over the params file, or as a flow run of zero-loop without the standalone
     one (`loop`, ZERO_GPU_STANDALONE=0: the line first), and writes their records, the MLflow store, the
-    flow's champion and that champion shipped to OUT, with the training step timed by zero bench with and
-    without train.cuda_graph (`alone`: no flow generation, no servers, the standalone one alone). About 4
-    minutes on a shared core: the install compiles zero's kernels in the copy, and the servers start as on
-    the GPU box."""
+    flow's champion and that champion shipped to OUT, with the CUDA graph's test and the training step
+    timed by zero bench with and without train.cuda_graph (`alone`: no flow generation, no servers, the
+    standalone one alone). About 4 minutes on a shared core: the install compiles zero's kernels in the
+    copy, and the servers start as on the GPU box."""
     work = tmp_path / "work"
     tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True)
     for name in tracked.stdout.split("\0"):  # the files a GPU box gets: the tracked tree, no .git
@@ -146,8 +146,9 @@ def test_an_offline_workspace_runs_the_pipeline_as_infra_gpu_line_does(tmp_path,
         assert records[0]["record"]["nn_evals"] > 0 and not (out / "champion.pt").exists()
         return
     steps = ("check", "up", "flow-1", "standalone", "ship") if mode == "run" else ("check", "up", "flow-loop", "ship")
-    for step in steps + ("bench-train-cuda_graph-true", "bench-train-cuda_graph-false"):
+    for step in steps + ("test-cuda-graph", "bench-train-cuda_graph-true", "bench-train-cuda_graph-false"):
         assert f"{step}: rc 0," in run, run + log[-3000:]
+    assert re.search(r"^1 passed, 1 skipped", run, re.M), run  # the CUDA graph's test needs a CUDA device
     assert len(re.findall(r"^training, batch \d+: [0-9,]+ positions/s", run, re.M)) == 2, run
     if mode == "run":  # where the time went: the flow's generation beside the standalone one (flows.timeline)
         assert "flow generations 1; standalone 2: the flow makes" in run, run
