@@ -192,7 +192,7 @@ def measure_training(net, cfg, seconds: float, seed: int = 0) -> dict:
     optimizer = _optimizer(model.net, cfg)
     schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[])
     update = _updater(model, cfg, optimizer)
-    warm_up = _GraphedUpdate.WARMUP + 1 if cfg.cuda_graph and device.type == "cuda" else 1
+    warm_up = _GraphedUpdate.WARMUP + 1 if isinstance(update, _GraphedUpdate) else 1
     _read([_step(model, data, cfg, optimizer, schedule, rng, update) for _ in range(warm_up)], cfg, 1.0)
     steps, started = 0, time.perf_counter()
     while steps == 0 or time.perf_counter() - started < seconds:
