@@ -391,8 +391,8 @@ def _interrupted(out_dir, games: int, after: int, seed: int = 4) -> dict:
     with pytest.raises(Interrupted):
         play_pairing(SMALL_GO, "mcts:30", "random", games, seed=seed, visits=8, out_dir=out_dir, concurrent=2,
                      progress=_interrupt_after(after))
-    partial = out_dir / ".partial" / "mcts-30--random--ladder"
-    return {int(p.stem[1:]): json.loads(p.read_text()) for p in partial.glob("g*.json")}
+    games = out_dir / ".partial" / "mcts-30--random--ladder" / "games.jsonl"
+    return {g["index"]: g for g in map(json.loads, games.read_text().splitlines())}
 
 
 def test_an_interrupted_pairing_resumes_with_the_games_it_finished(tmp_path):
@@ -445,9 +445,9 @@ def test_the_kept_games_of_other_settings_are_not_resumed_and_a_broken_one_is_na
     with pytest.raises(Interrupted):
         play_pairing(SMALL_GO, "mcts:30", "random", 8, seed=6, visits=8, out_dir=tmp_path, concurrent=2,
                      progress=_interrupt_after(1))
-    broken = next((tmp_path / ".partial" / key).glob("g*.json"))
-    broken.write_text('{"index": 0, "mo')
-    with pytest.raises(LadderError, match=f"{broken.name}.*delete it to play that game again"):
+    broken = tmp_path / ".partial" / key / "games.jsonl"
+    broken.write_text(broken.read_text() + '{"index": 0, "mo\n')
+    with pytest.raises(LadderError, match=f"{broken.name}, line 2: .*delete the line to play that game again"):
         play_pairing(SMALL_GO, "mcts:30", "random", 8, seed=6, visits=8, out_dir=tmp_path, concurrent=2)
     assert read_pairings(tmp_path)[0]["seed"] == 5  # the recorded pairing is left as it was
 

@@ -3,9 +3,9 @@
     pairings/<a>--<b>--<label>.json   one match's result from a's view, with how it was played
     sgf/<a>--<b>--<label>.sgf.gz      its games, one gzip-compressed SGF collection (zero.sgf)
     players.json                      optional facts per player (generation, cumulative compute)
-    .partial/<a>--<b>--<label>/       a pairing still being played: settings.json and g<index>.json, each game
-                                      written as it ends, so an interrupted pairing resumes with the games it
-                                      finished; removed once the pairing is recorded
+    .partial/<a>--<b>--<label>/       a pairing still being played: settings.json and games.jsonl, a line a
+                                      game written as it ends, so an interrupted pairing resumes with the games
+                                      it finished; removed once the pairing is recorded
 
 zero.ladder plays the pairings and fits the ratings; zero.ladder_plot draws them. A directory written
 before the collections, with a folder of SGF files a pairing (sgf/<a>--<b>--<label>/), is turned into
@@ -53,25 +53,29 @@ PARTIAL = ".partial"  # a ladder dir's folder of pairings still being played
 class PartialPairing:
     """The finished games of a pairing still being played, kept in <ladder dir>/.partial/<key>/.
 
-    settings.json holds the pairing's settings; each game that ends is written at once as g<index>.json
-    (atomically: its moves, result, score, seed and the pairing's seconds so far). `load()` gives the games an
-    earlier attempt finished, so only the others are played again. Game i of a pairing is the same game
-    whatever the pairing's length (its opening, colours and seed follow i), so an attempt of another number
-    of games but the same other settings lends its games below this pairing's count: a 200-game pairing
-    stopped at game 150 is recorded as 140 games from them, and goes on to 200 later. The games of other
-    settings are not this pairing's and are removed. `close()` removes the folder once the pairing's record
-    and collection are written, unless it holds games beyond this pairing's count.
+    settings.json holds the pairing's settings, games.jsonl its finished games, one JSON line each (its moves,
+    result, score, seed and the pairing's seconds so far); the file is written again, atomically, as each game
+    ends. `load()` gives the games an earlier attempt finished, so only the others are played again. Game i of
+    a pairing is the same game whatever the pairing's length (its opening, colours and seed follow i), so an
+    attempt of another number of games but the same other settings lends its games below this pairing's count:
+    a 200-game pairing stopped at game 150 is recorded as 140 games from them, and goes on to 200 later. The
+    games of other settings are not this pairing's and are removed. `close()` removes the folder once the
+    pairing's record and collection are written, unless it holds games beyond this pairing's count.
     """
+
+    GAMES = "games.jsonl"
 
     def __init__(self, ladder_dir: str | Path, key: str, settings: dict):
         self.folder = Path(ladder_dir) / PARTIAL / key
         self.settings = json.loads(json.dumps(settings))
         self.games = self.settings["games"]
         self.seconds_before = 0.0  # the pairing's seconds in earlier attempts, up to their last game's end
+        self.kept: dict[int, dict] = {}  # every finished game in the folder by index, this pairing's and beyond
 
     def load(self) -> list:
         """The games finished with these settings (zero.arena.GameRecord, by index, those below this pairing's
-        count); LadderError names a file that cannot be read (delete it to play that game again)."""
+        count); LadderError names the line of games.jsonl that cannot be read (delete it to play that game
+        again)."""
         from zero.arena import GameRecord
 
         settings = self.folder / "settings.json"
@@ -86,19 +90,22 @@ class PartialPairing:
         self.folder.mkdir(parents=True, exist_ok=True)
         most = max(kept["games"], self.games)
         atomic_write_text(settings, json.dumps({**self.settings, "games": most}, indent=1, sort_keys=True) + "\n")
+        path = self.folder / self.GAMES
+        lines = path.read_text().splitlines() if path.is_file() else []
         records = []
-        for path in sorted(self.folder.glob("g*.json")):
+        for number, line in enumerate(lines, 1):
             try:
-                d = json.loads(path.read_text())
+                d = json.loads(line)
                 rec = GameRecord(index=int(d["index"]), seed=int(d["seed"]), no_resign=bool(d["no_resign"]),
                                  moves=[int(m) for m in d["moves"]], result=int(d["result"]),
                                  resigned=bool(d["resigned"]), score=float(d["score"]))
-                if path.name != f"g{rec.index:04d}.json" or not 0 <= rec.index < most or rec.result not in (-1, 0, 1):
-                    raise ValueError(f"game index {rec.index} or result {rec.result} out of range")
+                if not 0 <= rec.index < most or rec.result not in (-1, 0, 1) or rec.index in self.kept:
+                    raise ValueError(f"game index {rec.index} out of range or twice, or result {rec.result}")
                 seconds = float(d["seconds"])
             except (ValueError, KeyError, TypeError) as e:
-                raise LadderError(f"{path}: not a finished game of pairing {self.folder.name} "
-                                  f"({type(e).__name__}: {e}); delete it to play that game again") from None
+                raise LadderError(f"{path}, line {number}: not a finished game of pairing {self.folder.name} "
+                                  f"({type(e).__name__}: {e}); delete the line to play that game again") from None
+            self.kept[rec.index] = d
             if rec.index < self.games:
                 records.append(rec)
                 self.seconds_before = max(self.seconds_before, seconds)
@@ -106,14 +113,16 @@ class PartialPairing:
 
     def add(self, rec, seconds: float) -> None:
         """Keep a game that ended, `seconds` into the pairing (earlier attempts included)."""
-        game = {"index": rec.index, "seed": rec.seed, "no_resign": rec.no_resign, "moves": list(map(int, rec.moves)),
-                "result": int(rec.result), "resigned": bool(rec.resigned), "score": float(rec.score),
-                "seconds": round(seconds, 1)}
-        atomic_write_text(self.folder / f"g{rec.index:04d}.json", json.dumps(game) + "\n")
+        self.kept[rec.index] = {
+            "index": rec.index, "seed": rec.seed, "no_resign": rec.no_resign, "moves": list(map(int, rec.moves)),
+            "result": int(rec.result), "resigned": bool(rec.resigned), "score": float(rec.score),
+            "seconds": round(seconds, 1)}
+        atomic_write_text(self.folder / self.GAMES,
+                          "".join(json.dumps(self.kept[i]) + "\n" for i in sorted(self.kept)))
 
     def close(self) -> None:
         """Remove the folder, unless it keeps games beyond this pairing's count for a longer one."""
-        if any(int(p.stem[1:]) >= self.games for p in self.folder.glob("g*.json") if p.stem[1:].isdigit()):
+        if any(i >= self.games for i in self.kept):
             return
         shutil.rmtree(self.folder, ignore_errors=True)
         try:
