@@ -258,3 +258,21 @@ def test_bfloat16_on_a_cpu_without_its_instructions_warns(monkeypatch):
         warnings.simplefilter("error")
         LeafNet(net, game.symmetries(), torch.device("cpu"), half=True)
         LeafNet(net, game.symmetries(), torch.device("cpu"))
+
+
+def test_the_warm_up_of_bfloat16_params_plays_float32_on_a_cpu_without_its_instructions(monkeypatch):
+    """`zero warmup` (run by make install) compiles the same kernels either way, so on such a CPU it does not
+    spend its games in emulated bfloat16, nor warn about it."""
+    import warnings
+
+    import zero.inference as inference
+    from zero.bench import warm_up
+
+    monkeypatch.setattr(inference, "cpu_has_bfloat16", lambda: False)
+    params = load_params(None, ["game.size=5", "network.size=b1c8", "selfplay.fast_inference=true",
+                                "selfplay.cpu_bf16=true", "selfplay.threads=1"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        done = warm_up(params)
+    assert done["seconds"] > 0
+    assert [str(w.message) for w in caught if "bfloat16" in str(w.message)] == []

@@ -228,8 +228,12 @@ def warm_up(params, model: str | None = None) -> dict:
     two self-play games at WARM_UP_VISITS visits with the selfplay section's settings (its device,
     evaluation and switches), written to a temp file and dropped, and the leaf-batched engine of `zero gtp`
     and `zero play` as it starts (zero.engine_loader.warm_up_engine: its search, tree reuse and, for Go,
-    scoring). Returns {seconds, compiled, loaded} (kernel_compiles)."""
+    scoring). On a CPU without bfloat16 instructions the games play in float32: the kernels are the same,
+    and bfloat16 there runs emulated, several times slower. Returns {seconds, compiled, loaded}
+    (kernel_compiles)."""
     import tempfile
+
+    from zero import inference
 
     from zero.config import params_from_dict
     from zero.engine import Engine, EngineConfig
@@ -243,6 +247,7 @@ def warm_up(params, model: str | None = None) -> dict:
         "selfplay.games_per_shard=2", "selfplay.concurrent_games=2", f"selfplay.visits={WARM_UP_VISITS}",
         "selfplay.min_positions_per_shard=0", f"gate.visits={WARM_UP_VISITS}",
         *([f"selfplay.fast_visits={WARM_UP_VISITS // 2}"] if sp.full_search_share < 1 else []),
+        *(["selfplay.cpu_bf16=false"] if sp.cpu_bf16 and inference.cpu_has_bfloat16() is False else []),
     ], source="warm-up")
     batched = tiny.model_copy(update={"mcts": tiny.mcts.model_copy(update={"leaf_batch": 2})})
     with tempfile.TemporaryDirectory(prefix="zero-warm-up-") as tmp:
