@@ -234,7 +234,6 @@ def warm_up(params, model: str | None = None) -> dict:
     import tempfile
 
     from zero import inference
-
     from zero.config import params_from_dict
     from zero.engine import Engine, EngineConfig
     from zero.engine_loader import warm_up_engine
