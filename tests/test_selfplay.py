@@ -107,8 +107,13 @@ def test_a_shard_sized_by_positions_plays_on_until_it_has_them(tiny_params, tiny
     target = 3 * plain["positions"] + 1
     sized = tiny_params.model_copy(update={"selfplay": tiny_params.selfplay.model_copy(
         update={"min_positions_per_shard": target})})
-    a = play_shard(sized, tiny_checkpoint, tmp_path / "a.npz", seed=5)
+    calls = []
+    a = play_shard(sized, tiny_checkpoint, tmp_path / "a.npz", seed=5, progress=lambda *c: calls.append(c))
     b = play_shard(sized, tiny_checkpoint, tmp_path / "b.npz", seed=5)
+    # the progress of the further rounds goes on from the first games: counts never fall, the last is the shard's
+    done, total, positions = zip(*calls)
+    assert list(done) == sorted(done) and list(positions) == sorted(positions) and min(total) == plain["games"]
+    assert calls[-1] == (a["games"], a["games"], a["positions"])
     shard = read_shard(tmp_path / "a.npz")
     assert a["positions"] >= target and a["games"] > plain["games"] and a["games"] == len(shard.length)
     # each further round is made of the shard's own games: the first games are those of the plain shard

@@ -105,6 +105,19 @@ def top_up_seed(seed: int, top_up: int) -> int:
     return int(np.random.SeedSequence([seed, top_up]).generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
+def _whole_shard(progress, games: int, positions: int):
+    """`progress` for a further round of games, counted over the whole shard: the games and positions already
+    played come first, so the progress line goes on from them rather than starting again at 0."""
+    if progress is None:
+        return None
+
+    def report(done: int, total: int | None = None, more_positions: int | None = None) -> None:
+        progress(games + done, None if total is None else games + total,
+                 None if more_positions is None else positions + more_positions)
+
+    return report
+
+
 def play_shard(params, checkpoint: str | Path, out_path: str | Path, seed: int,
                num_games: int | None = None, sgf_dir: str | Path | None = None, progress=None,
                load_network=None) -> dict:
@@ -140,7 +153,7 @@ def play_shard(params, checkpoint: str | Path, out_path: str | Path, seed: int,
             break
         more = min(num_games, math.ceil((target - have) * len(records) / max(1, have)))
         records += play_games(game, evaluator, params.selfplay, search, more, top_up_seed(seed, top_up),
-                              progress=progress, final_board=aux)
+                              progress=_whole_shard(progress, len(records), have), final_board=aux)
     shard = records_to_shard(records, game, params, seed, aux=aux)
     sha = write_shard(out_path, shard)
     if sgf_dir is not None:  # one collection: one file for DVC to hash and push, not one a game
