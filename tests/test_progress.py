@@ -105,3 +105,23 @@ def test_zero_match_draws_its_bar_on_stderr_and_prints_json_on_stdout(tmp_path):
     assert code == 0, drawn.decode(errors="replace")
     assert json.loads(out)["games"] == 4
     assert b"match games" in drawn and b"4/4" in drawn
+
+
+def test_zero_match_into_a_log_file_writes_plain_progress_lines(tmp_path):
+    """Where stderr is no terminal (nohup, a log file) there is no bar, but the games still show in the log."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import TINY
+
+    sets = [x for o in TINY for x in ("--set", o)]
+    with open(tmp_path / "log", "w") as log:
+        proc = subprocess.run([sys.executable, "-c", "import sys, zero.cli; zero.cli._PROGRESS_EVERY = 0; "
+                               "sys.exit(zero.cli.main(sys.argv[1:]))", "match", *sets, "--a", "random",
+                               "--b", "random", "--games", "4"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=log,
+                              text=True, timeout=300)
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["games"] == 4
+    lines = [x for x in (tmp_path / "log").read_text().splitlines() if x.startswith("match games: ")]
+    assert [x.split(" in ")[0] for x in lines] == [f"match games: {n} of 4" for n in range(1, 5)]

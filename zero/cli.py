@@ -219,20 +219,41 @@ def _player_params(args, params, model: str | None, measured_visits: bool = True
     return params
 
 
+_PROGRESS_EVERY = 60.0  # seconds between the plain progress lines where stderr is no terminal
+
+
 def _progress(total: int, label: str):
-    """A rich progress bar on stderr (drawn only when stderr is a terminal) and a tick that advances it by one.
+    """A rich progress bar on stderr and a tick that advances it by one.
 
     The tick takes the library's progress arguments (games_done, total, positions) and shows games_done (a
     resumed ladder pairing starts from the games it carried over); called with none it advances by one.
+    The bar is drawn where stderr is a terminal. Elsewhere (a log file, nohup) the tick writes a plain line
+    at most once every `_PROGRESS_EVERY` seconds, so a long match or ladder is never silent in its log.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    import time
 
     from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    terminal = sys.stderr.isatty()
     bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   transient=False, disable=not sys.stderr.isatty(), console=Console(file=sys.stderr))
+                   transient=False, disable=not terminal, console=Console(file=sys.stderr))
     task = bar.add_task(label, total=total)
-    return bar, (lambda *done: bar.update(task, completed=done[0]) if done else bar.advance(task))
+    started = last = time.monotonic()
+
+    def tick(*done) -> None:
+        nonlocal last
+        if done:
+            bar.update(task, completed=done[0])
+        else:
+            bar.advance(task)
+        now = time.monotonic()
+        if not terminal and now - last >= _PROGRESS_EVERY:
+            last = now
+            print(f"{label}: {int(bar.tasks[0].completed)} of {total} in {now - started:.0f} s", file=sys.stderr,
+                  flush=True)
+
+    return bar, tick
 
 
 def cmd_init(args) -> int:
