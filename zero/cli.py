@@ -17,6 +17,7 @@ import math
 import os
 import shlex
 import sys
+import time
 from pathlib import Path
 
 from zero.config import (MAX_CONCURRENT, MAX_GAMES, MAX_SEED, MAX_TREE_BYTES, MAX_VISITS, ConfigError,
@@ -230,8 +231,6 @@ def _progress(total: int, label: str):
     The bar is drawn where stderr is a terminal. Elsewhere (a log file, nohup) the tick writes a plain line
     at most once every `_PROGRESS_EVERY` seconds, so a long match or ladder is never silent in its log.
     """
-    import time
-
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
