@@ -6,7 +6,7 @@
 #
 #   make campaign LINE=go-9        train a line (campaigns/go-9.yaml) generation after generation from its state in
 #                                  campaigns/state/, shipping each champion to models/go-9.pt + .json + .window/
-#   make campaign-save WS=DIR      that workspace's newest champion, lineage and window into campaigns/state/
+#   make campaign-save WS=DIR      that workspace's newest champion, lineage, window and recipe into campaigns/state/
 #   make reproduce LINE=go-9       re-create the shipped champion's last generation from this clone; compare hashes
 #   make ladder PARAMS=...         the champion against GNU Go and fixed opponents; Elo of the line
 #   make compare SPEC=...          recipes at equal compute: their lines' networks in one Elo pool
@@ -163,11 +163,12 @@ campaign: install up
 	$(BIN)/prefect deployment run zero-loop/local --param params_file=campaigns/$(LINE).yaml --param ship=true \
 		$(if $(OVERRIDES),--param overrides="$$($(BIN)/python -c 'import json,sys; print(json.dumps(sys.argv[1:]))' $(OVERRIDES))")
 
-# A campaign's newest state (champion, lineage, training window) from workspace $(WS) into campaigns/state/,
-# where campaigns/$(LINE).yaml resumes from; commit campaigns/state/ after it.
+# A campaign's newest state (champion, lineage, training window, recipe) from workspace $(WS) into
+# campaigns/state/, where campaigns/$(LINE).yaml resumes from; commit campaigns/state/ after it. With its recipe,
+# the saved champion ships later without the workspace (make ship SAVED=campaigns/state).
 WS ?= .
 campaign-save: install
-	$(BIN)/python -m flows.ship --root $(WS) --params campaigns/$(LINE).yaml --models campaigns/state --no-recipe
+	$(BIN)/python -m flows.ship --root $(WS) --params campaigns/$(LINE).yaml --models campaigns/state
 
 # Generations made elsewhere by flows.standalone (a GPU machine without the servers), copied into gens/:
 # zero-loop over the same params file records each in DVC, MLflow and the registry, playing nothing again.
@@ -181,9 +182,12 @@ record: check up
 
 # The workspace's champion of campaigns/$(LINE).yaml to models/$(LINE).pt with its lineage models/$(LINE).json
 # and its recipe models/$(LINE).reproduce/ (GEN: the workspace's generation to ship; default the last).
+# SAVED=campaigns/state: the champion `make campaign-save` saved there, with its recipe, once its workspace is gone.
 GEN ?=
+SAVED ?=
 ship: install
-	$(BIN)/python -m flows.ship --root $(WS) --params campaigns/$(LINE).yaml $(if $(GEN),--generation $(GEN))
+	$(BIN)/python -m flows.ship --params campaigns/$(LINE).yaml \
+		$(if $(SAVED),--saved $(SAVED),--root $(WS) $(if $(GEN),--generation $(GEN)))
 	$(BIN)/python -m flows.results
 
 # The README's strength table and docs/strength.md's table of every result, written from the committed

@@ -15,6 +15,9 @@ box's generations of 20,480 games) ships without it (`--no-window`): its
 champion is then re-created by its whole run (`flows.reproduce --chain`).
 
     python -m flows.ship --params campaigns/go-9.yaml      (or `make ship LINE=go-9`)
+
+`make campaign-save` ships into campaigns/state/ the same way, recipe included, so a saved champion ships
+later without its workspace (`--saved campaigns/state`, `make ship LINE=go-9 SAVED=campaigns/state`).
 """
 
 from __future__ import annotations
@@ -178,6 +181,58 @@ def ship(root: Path, params, params_file: str, models: Path | None = None, gener
     return lineage
 
 
+def _replace_dir(source: Path, target: Path) -> None:
+    """`target` becomes a copy of folder `source`: copied beside it first, then swapped in by renames."""
+    tmp, old = target.with_name(target.name + ".tmp"), target.with_name(target.name + ".old")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
+    shutil.copytree(source, tmp)
+    if target.exists():
+        target.rename(old)
+    tmp.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def ship_saved(saved: Path, models: Path, tag: str) -> dict:
+    """Ship the champion a campaign saved in folder `saved` (`make campaign-save`: campaigns/state/) with its
+    lineage, recipe and window, into `models`: a saved generation ships after its workspace is gone.
+
+    Everything is checked before anything is copied: the network is the lineage's (sha256) and the recipe's,
+    and the window's manifest is the champion's. The lineage is written last.
+    """
+    saved, models = Path(saved), Path(models)
+    pt, lineage_file = saved / f"{tag}.pt", saved / f"{tag}.json"
+    recipe, window = recipe_dir(saved, tag), window_dir(saved, tag)
+    for path in (pt, lineage_file):
+        if not path.is_file():
+            raise LineError(f"{path}: missing; `make campaign-save` writes it")
+    lineage = read_json(lineage_file)
+    sha = file_sha256(pt)
+    if lineage.get("sha256") != sha:
+        raise LineError(f"{pt}: sha256 {sha[:12]} is not its lineage's ({str(lineage.get('sha256'))[:12]}): "
+                        f"{lineage_file.name} belongs to another network")
+    if not (recipe / "recipe.json").is_file() or not lineage.get("reproduce"):
+        raise LineError(f"{recipe}: no recipe saved with this champion (saved without one): "
+                        f"ship it from its workspace (make ship WS=...)")
+    if (made := read_json(recipe / "recipe.json").get("champion_sha256")) != sha:
+        raise LineError(f"{recipe / 'recipe.json'}: re-creates {str(made)[:12]}, not the saved champion {sha[:12]}")
+    if lineage.get("window"):
+        manifest = window / "window.json"
+        if not manifest.is_file() or read_json(manifest).get("champion_sha256") != sha:
+            raise LineError(f"{manifest}: missing or another champion's window")
+    models.mkdir(parents=True, exist_ok=True)
+    _replace_dir(recipe, recipe_dir(models, tag))
+    if lineage.get("window"):
+        _replace_dir(window, window_dir(models, tag))
+    else:
+        shutil.rmtree(window_dir(models, tag), ignore_errors=True)
+    tmp = models / f"{tag}.pt.tmp"
+    shutil.copyfile(pt, tmp)
+    tmp.replace(models / f"{tag}.pt")
+    write_json(models / f"{tag}.json", lineage)
+    return lineage
+
+
 def attach_ladder(lineage_file: Path, ladder: Path, player: str | None = None) -> dict:
     """Record in a shipped champion's lineage (models/<tag>.json) its results in a `zero ladder` directory.
 
@@ -228,7 +283,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--generation", type=int, default=None,
                     help="ship the champion after this finished generation of the workspace (default: the last)")
     ap.add_argument("--no-recipe", action="store_true",
-                    help="leave out the recipe (models/<tag>.reproduce/): a campaign's saved state, not a ship")
+                    help="leave out the recipe (models/<tag>.reproduce/), which needs the workspace's dvc.lock")
+    ap.add_argument("--saved", default=None, metavar="DIR",
+                    help="instead of a workspace's: ship the champion a campaign saved in DIR (campaigns/state, "
+                         "`make campaign-save`) with its lineage, recipe and window")
     ap.add_argument("--no-window", action="store_true",
                     help="leave out the training window (models/<tag>.window/), too large to carry from a GPU box: "
                          "the recipe then re-creates the champion by its whole run (flows.reproduce --chain)")
@@ -253,8 +311,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         params = load_params(root / args.params, args.set)
-        lineage = ship(root, params, args.params, Path(args.models) if args.models else None, args.generation,
-                       recipe=not args.no_recipe, window=not args.no_window)
+        if args.saved:
+            lineage = ship_saved(Path(args.saved), Path(args.models) if args.models else root / "models",
+                                 params.game.tag)
+        else:
+            lineage = ship(root, params, args.params, Path(args.models) if args.models else None, args.generation,
+                           recipe=not args.no_recipe, window=not args.no_window)
     except (ConfigError, LineError, OSError) as e:
         print(f"flows.ship: error: {e}", file=sys.stderr)
         return 2

@@ -239,20 +239,27 @@ def _made_from_a_commit(root):
 
 
 def test_a_shipped_champion_is_re_created_from_its_recipe_in_a_fresh_checkout(two_generations, tmp_path):
-    """Ship generation 2, then `python -m flows.reproduce` checks out the commit that made it, lays out the
-    recipe's inputs and re-creates its five stages with dvc repro: every hash as recorded, the same network."""
+    """Save generation 2 as a campaign does, ship it from the saved state with its workspace gone, then
+    `python -m flows.reproduce` checks out the commit that made it, lays out the recipe's inputs and
+    re-creates its five stages with dvc repro: every hash as recorded, the same network."""
+    import shutil
     import subprocess
     import sys
 
     from flows import reproduce
-    from flows.ship import ship
+    from flows.layout import LineError
+    from flows.ship import ship, ship_saved
     from pipeline_support import TAG
     from zero.config import load_params
 
     root, _ = two_generations
     _made_from_a_commit(root)
+    state = tmp_path / "state"
+    saved = ship(root, load_params(root / SMOKE), SMOKE, state)  # make campaign-save
     models = tmp_path / "models"
-    lineage = ship(root, load_params(root / SMOKE), SMOKE, models)
+    elsewhere = shutil.copytree(state, tmp_path / "elsewhere")  # nothing of the workspace is read from here on
+    lineage = ship_saved(elsewhere, models, TAG)
+    assert lineage == saved and (models / f"{TAG}.pt").read_bytes() == (state / f"{TAG}.pt").read_bytes()
     recipe = json.loads((models / f"{TAG}.reproduce" / "recipe.json").read_text())
     assert recipe["generation"] == 2 and [g["g"] for g in recipe["generations"]] == [0, 1, 2]
     assert lineage["reproduce"]["command"] == f"make reproduce LINE={TAG}"
@@ -272,6 +279,16 @@ def test_a_shipped_champion_is_re_created_from_its_recipe_in_a_fresh_checkout(tw
     wrong["generations"][-1]["lock"][f"train@{TAG}-g0002"]["outs"][0]["md5"] = "0" * 32
     rows = reproduce.compare(wrong, again, stages)
     assert [r["path"] for r in rows if not r["same"]] == [f"gens/{TAG}/g0002/candidate.pt"]
+
+    # A saved champion whose recipe or network is not its lineage's is refused, and models/ is left as it was.
+    shipped = {p.relative_to(models): p.read_bytes() for p in models.rglob("*") if p.is_file()}
+    (elsewhere / f"{TAG}.reproduce" / "recipe.json").write_text(json.dumps({**recipe, "champion_sha256": "0" * 64}))
+    with pytest.raises(LineError, match="recipe.json: re-creates 000000000000, not the saved champion"):
+        ship_saved(elsewhere, models, TAG)
+    (elsewhere / f"{TAG}.pt").write_bytes((models / f"{TAG}.reproduce" / "champion-before.pt").read_bytes())
+    with pytest.raises(LineError, match=f"{TAG}.pt: sha256 .* is not its lineage's"):
+        ship_saved(elsewhere, models, TAG)
+    assert {p.relative_to(models): p.read_bytes() for p in models.rglob("*") if p.is_file()} == shipped
 
 
 def test_the_whole_run_is_re_created_from_generation_0_and_a_bad_input_is_refused(two_generations, tmp_path):
