@@ -10,6 +10,7 @@ lines' one-fit ratings (docs/strength/*/ratings.json beside a history.yaml, flow
 
 - README.md: each shipped champion against its outside opponents (GNU Go's levels, the strongest pure MCTS);
 - docs/strength.md: every result, newest first, and each line's shipped champions on one rating scale;
+- docs/history.md: how the shipped 9x9 champion was made, run by run, from its lineage;
 
 each between the markers `<!-- results-table: begin -->` and `<!-- results-table: end -->`, nothing else of
 the file changed. A player is placed in its lineage by its network's sha256 (a pairing's `a_sha256`), so the
@@ -371,14 +372,65 @@ def shipped_md(root: Path, page: Path) -> str:
     return "\n".join(lines)
 
 
+def _commits(gens: list[dict]) -> str:
+    """The code commits of a run's generations, in order; `(uncommitted)` after one that ran a dirty tree."""
+    seen: dict[str, bool] = {}
+    for g in gens:
+        if g.get("git_commit"):
+            key = g["git_commit"][:8]
+            seen[key] = seen.get(key, False) or g.get("git_dirty") == "true"
+    names = [f"{c} (uncommitted)" if dirty else c for c, dirty in seen.items()]
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "") or "not recorded"
+
+
+def runs_md(lineage_file: Path) -> str:
+    """How a shipped champion was made: each run (workspace) of its lineage, in order, and the totals."""
+    lineage = _read(lineage_file)
+    lines = ["| run | generations | games | compute | recipe | started from | code |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    first = 1
+    for n, run in enumerate(lineage.get("runs", []), start=1):
+        gens = run.get("generations") or []
+        computes = [g.get("compute") or {} for g in gens]
+        cpu = sum(c.get("core_hours", 0.0) for c in computes if not c.get("gpus"))
+        gpu_gens = [c for c in computes if c.get("gpus")]
+        gpu = sum(c.get("gpu_hours", 0.0) for c in gpu_gens)
+        names = sorted({c.get("gpu_name") or "GPU" for c in gpu_gens})
+        compute = (f"{gpu:.2f} GPU-hours ({', '.join(names)})" if gpu_gens and not cpu
+                   else compute_text(cpu, gpu))
+        games = sum(g.get("games", 0) for g in gens)
+        last = first + len(gens) - 1
+        start = f"`{run['init_from']}`" if run.get("init_from") else "a random network"
+        lines.append(f"| {n} | {first}-{last} | {games:,} | {compute} | `{run.get('params_file', '')}` | {start} "
+                     f"| {_commits(gens)} |")
+        first = last + 1
+    t = lineage.get("totals") or {}
+    cpu = sum(v.get("core_hours", 0.0) for k, v in (t.get("compute") or {}).items() if not k.endswith("gpu"))
+    gpu = sum(v.get("gpu_hours", 0.0) for v in (t.get("compute") or {}).values())
+    champion = lineage.get("champion") or {}
+    lines.append(f"| all | {t.get('generations', first - 1)} | {t.get('games', 0):,} | {compute_text(cpu, gpu)} "
+                 "| | | |")
+    return (f"`models/{lineage['file']}` is generation {champion.get('line_generation', first - 1)} of the line "
+            f"(sha256 {lineage['sha256'][:12]}), made in {len(lineage.get('runs', []))} runs, each a workspace "
+            "that resumed from the champion before it (its lineage, `runs`):\n\n" + "\n".join(lines))
+
+
+# The pages that tell how a shipped champion was made, and the lineage each tells of.
+HISTORIES = {Path("docs/history.md"): Path("models/go-9.json")}
+
+
 def pages(root: Path) -> dict[Path, str]:
     """{page: what goes between its markers}."""
     readme, strength = root / "README.md", root / "docs" / "strength.md"
-    return {
+    out = {
         readme: shipped_md(root, readme) + "\n\n" + scale_text(),
         strength: "\n\n".join([scale_text(), *line_fits(root), "Every result, newest first:",
                                every_result_md(every_result(root, strength))]),
     }
+    for page, lineage in HISTORIES.items():
+        if (root / lineage).is_file():
+            out[root / page] = runs_md(root / lineage)
+    return out
 
 
 def replaced(text: str, body: str, path: Path) -> str:

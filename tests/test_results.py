@@ -25,8 +25,12 @@ def repo(tmp_path):
     a ladder of generation 3, a match of generation 4 against 3, and the two pages with their markers."""
     (tmp_path / "models").mkdir()
     (tmp_path / "campaigns" / "state").mkdir(parents=True)
-    runs = [{"generations": [_generation(1, 0.5), _generation(2, 0.75)]}, {"generations": [_generation(3, 4.0, 1)]}]
+    runs = [{"generations": [_generation(1, 0.5), _generation(2, 0.75)], "params_file": "campaigns/go-9.yaml"},
+            {"generations": [_generation(3, 4.0, 1)], "params_file": "params-gpu.yaml",
+             "init_from": "models/go-9.pt"}]
     lineage = {"line": "go-9", "file": "go-9.pt", "sha256": SHA[2], "runs": runs,
+               "totals": {"generations": 3, "games": 0, "compute": {"cpu x1 core": {"core_hours": 1.25},
+                                                                   "cuda x1 gpu": {"core_hours": 4.0, "gpu_hours": 0.5}}},
                "champion": {"generation": 1, "line_generation": 3},
                "ladder": {"champion": "g3", "source": "docs/strength/go-9-g3-ladder", "matches": [
                    {"b": "gnugo-l1", "wins": 15, "losses": 5, "draws": 0, "games": 20, "visits": 200,
@@ -53,7 +57,7 @@ def repo(tmp_path):
     match.mkdir()
     (match / "match.json").write_text(json.dumps({"wins": 50, "losses": 30, "draws": 0, "games": 80}))
     (match / "README.md").write_text(f"# Generation 4 against generation 3 (2026-01-03)\n\nsha256 {SHA[3][:12]}…\n")
-    for page in ("README.md", "docs/strength.md"):
+    for page in ("README.md", "docs/strength.md", "docs/history.md"):
         (tmp_path / page).write_text(f"# Prose before\n\n{results.BEGIN}\nold table\n{results.END}\n\nProse after.\n")
     return tmp_path
 
@@ -101,6 +105,19 @@ def test_every_result_is_placed_in_its_lineage_newest_first(repo):
     # a record that names no seed, played with the move chosen by its lower confidence bound
     assert rows[1][5] == "20 games, 200 visits, komi 7.5, 2 opening moves, the move by its lower confidence bound (5 sd)"
     assert rows[3][7] == "[go-9-g3-ladder](strength/go-9-g3-ladder/README.md)"
+
+
+def test_the_history_tells_each_run_of_the_shipped_lineage(repo):
+    results.main(["--root", str(repo)])
+    text = _generated(repo / "docs" / "history.md")
+    assert "`models/go-9.pt` is generation 3 of the line" in text and "made in 2 runs" in text
+    header, *rows = _rows(repo / "docs" / "history.md")
+    assert header[:4] == ["run", "generations", "games", "compute"]
+    assert rows[0][:5] == ["1", "1-2", "0", "1.25 core-hours", "`campaigns/go-9.yaml`"]
+    assert rows[0][5] == "a random network"
+    # the GPU machine's generation in GPU-hours only, its cores not counted as a CPU core's
+    assert rows[1][1:6] == ["3-3", "0", "0.50 GPU-hours (GPU)", "`params-gpu.yaml`", "`models/go-9.pt`"]
+    assert rows[2][:4] == ["all", "3", "0", "1.25 core-hours + 0.50 GPU-hours"]
 
 
 def test_a_second_run_changes_nothing_and_check_finds_a_stale_page(repo, capsys):
