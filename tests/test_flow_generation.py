@@ -285,7 +285,7 @@ def test_a_shipped_champion_is_re_created_from_its_recipe_in_a_fresh_checkout(tw
     (elsewhere / f"{TAG}.reproduce" / "recipe.json").write_text(json.dumps({**recipe, "champion_sha256": "0" * 64}))
     with pytest.raises(LineError, match="recipe.json: re-creates 000000000000, not the saved champion"):
         ship_saved(elsewhere, models, TAG)
-    (elsewhere / f"{TAG}.pt").write_bytes((models / f"{TAG}.reproduce" / "champion-before.pt").read_bytes())
+    (elsewhere / f"{TAG}.pt").write_bytes((models / f"{TAG}.pt").read_bytes()[:-7])
     with pytest.raises(LineError, match=f"{TAG}.pt: sha256 .* is not its lineage's"):
         ship_saved(elsewhere, models, TAG)
     assert {p.relative_to(models): p.read_bytes() for p in models.rglob("*") if p.is_file()} == shipped
