@@ -26,9 +26,11 @@ commands (flows.stages) use it too.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
+import shutil
 import socket
 import time
 from dataclasses import dataclass
@@ -109,6 +111,27 @@ def read_json(path: Path) -> dict:
 def write_json(path: Path, data: dict) -> None:
     """Deterministic JSON (sorted keys, fixed indent), written atomically."""
     atomic_write_text(path, json.dumps(data, sort_keys=True, indent=1) + "\n")
+
+
+@contextlib.contextmanager
+def replacing_dir(target: Path):
+    """Build folder `target`'s replacement in the empty folder this yields, beside it. When the block ends
+    without an error, the new folder is swapped in by renames, so a reader finds the old folder or the new
+    one, never a half-written one; on an error `target` is left as it was."""
+    target = Path(target)
+    tmp, old = target.with_name(target.name + ".tmp"), target.with_name(target.name + ".old")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if target.exists():
+        target.rename(old)
+    tmp.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 import yaml
 
 from flows import lineage as dvc_lineage
-from flows.layout import Generation, LineError, Workspace, read_json, write_json
+from flows.layout import Generation, LineError, Workspace, read_json, replacing_dir, write_json
 from zero.shards import file_sha256
 
 REPO = Path(__file__).resolve().parent.parent
@@ -59,35 +59,31 @@ def write_recipe(root: Path, gen: Generation, out: Path) -> dict:
     """
     root, ws = Path(root), Workspace(root)
     lock = _lock_stages(root)
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "params").mkdir(parents=True)
-    generations = []
-    for g in range(gen.g + 1):
-        one = ws.generation(gen.tag, g)
-        snapshot = one.params_file.read_bytes()
-        name = f"params/{hashlib.sha256(snapshot).hexdigest()[:16]}.yaml"
-        (tmp / name).write_bytes(snapshot)
-        stages = {s: lock[s] for s in _stage_names(one) if s in lock}
-        missing = [s for s in _stage_names(one) if s not in lock]
-        if missing:
-            raise LineError(f"{root / 'dvc.lock'}: no entry for {', '.join(missing)}: the generation was not "
-                            f"recorded by the flow, so there is nothing to compare a re-creation with")
-        record = read_json(one.record_file) if g > 0 else {}
-        generations.append({
-            "g": g, "params": name, "lock": stages,
-            "git_commit": record.get("git_commit"), "git_dirty": record.get("git_dirty"),
-            "requirements_lock_sha256": record.get("requirements_lock_sha256"),
-            "arithmetic": record.get("arithmetic"),
-        })
-    shutil.copyfile(gen.prev.champion, tmp / BEFORE)
-    shutil.copyfile(gen.prev.window_file, tmp / WINDOW_BEFORE)
-    recipe = {"line": gen.tag, "generation": gen.g, "champion_sha256": file_sha256(gen.champion),
-              "before_sha256": file_sha256(gen.prev.champion), "generations": generations}
-    write_json(tmp / RECIPE, recipe)
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.replace(out)
+    with replacing_dir(out) as tmp:
+        (tmp / "params").mkdir()
+        generations = []
+        for g in range(gen.g + 1):
+            one = ws.generation(gen.tag, g)
+            snapshot = one.params_file.read_bytes()
+            name = f"params/{hashlib.sha256(snapshot).hexdigest()[:16]}.yaml"
+            (tmp / name).write_bytes(snapshot)
+            stages = {s: lock[s] for s in _stage_names(one) if s in lock}
+            missing = [s for s in _stage_names(one) if s not in lock]
+            if missing:
+                raise LineError(f"{root / 'dvc.lock'}: no entry for {', '.join(missing)}: the generation was not "
+                                f"recorded by the flow, so there is nothing to compare a re-creation with")
+            record = read_json(one.record_file) if g > 0 else {}
+            generations.append({
+                "g": g, "params": name, "lock": stages,
+                "git_commit": record.get("git_commit"), "git_dirty": record.get("git_dirty"),
+                "requirements_lock_sha256": record.get("requirements_lock_sha256"),
+                "arithmetic": record.get("arithmetic"),
+            })
+        shutil.copyfile(gen.prev.champion, tmp / BEFORE)
+        shutil.copyfile(gen.prev.window_file, tmp / WINDOW_BEFORE)
+        recipe = {"line": gen.tag, "generation": gen.g, "champion_sha256": file_sha256(gen.champion),
+                  "before_sha256": file_sha256(gen.prev.champion), "generations": generations}
+        write_json(tmp / RECIPE, recipe)
     return recipe
 
 

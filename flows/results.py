@@ -126,13 +126,17 @@ def place_networks(root: Path) -> dict[str, Placed]:
             continue  # a result beside the lineages (paired-*.json and the like)
         core = gpu = 0.0
         for n, g in enumerate(_generations(lineage, path), start=1):
-            c = g.get("compute") or {}
-            if c.get("gpus"):
-                gpu += c.get("gpu_hours", 0.0)
-            else:
-                core += c.get("core_hours", 0.0)
+            c, d = cpu_gpu_hours([g])
+            core, gpu = core + c, gpu + d
             out.setdefault(g["sha256"], Placed(lineage["line"], n, core, gpu))
     return out
+
+
+def cpu_gpu_hours(generations: list[dict]) -> tuple[float, float]:
+    """(CPU core-hours, GPU-hours) the generations took: a generation made on GPUs counts in GPU-hours only."""
+    computes = [g.get("compute") or {} for g in generations]
+    return (sum(c.get("core_hours", 0.0) for c in computes if not c.get("gpus")),
+            sum(c.get("gpu_hours", 0.0) for c in computes if c.get("gpus")))
 
 
 def _title(folder: Path) -> tuple[str, str]:
@@ -389,27 +393,22 @@ def runs_md(lineage_file: Path) -> str:
     lines = ["| run | generations | games | compute | recipe | started from | code |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     first = 1
+    every = []
     for n, run in enumerate(lineage.get("runs", []), start=1):
         gens = run.get("generations") or []
-        computes = [g.get("compute") or {} for g in gens]
-        cpu = sum(c.get("core_hours", 0.0) for c in computes if not c.get("gpus"))
-        gpu_gens = [c for c in computes if c.get("gpus")]
-        gpu = sum(c.get("gpu_hours", 0.0) for c in gpu_gens)
-        names = sorted({c.get("gpu_name") or "GPU" for c in gpu_gens})
-        compute = (f"{gpu:.2f} GPU-hours ({', '.join(names)})" if gpu_gens and not cpu
-                   else compute_text(cpu, gpu))
+        every += gens
+        cpu, gpu = cpu_gpu_hours(gens)
+        names = sorted({g["compute"].get("gpu_name") or "GPU" for g in gens if (g.get("compute") or {}).get("gpus")})
+        compute = f"{gpu:.2f} GPU-hours ({', '.join(names)})" if names and not cpu else compute_text(cpu, gpu)
         games = sum(g.get("games", 0) for g in gens)
         last = first + len(gens) - 1
         start = f"`{run['init_from']}`" if run.get("init_from") else "a random network"
         lines.append(f"| {n} | {first}-{last} | {games:,} | {compute} | `{run.get('params_file', '')}` | {start} "
                      f"| {_commits(gens)} |")
         first = last + 1
-    t = lineage.get("totals") or {}
-    cpu = sum(v.get("core_hours", 0.0) for k, v in (t.get("compute") or {}).items() if not k.endswith("gpu"))
-    gpu = sum(v.get("gpu_hours", 0.0) for v in (t.get("compute") or {}).values())
     champion = lineage.get("champion") or {}
-    lines.append(f"| all | {t.get('generations', first - 1)} | {t.get('games', 0):,} | {compute_text(cpu, gpu)} "
-                 "| | | |")
+    lines.append(f"| all | {len(every)} | {sum(g.get('games', 0) for g in every):,} "
+                 f"| {compute_text(*cpu_gpu_hours(every))} | | | |")
     return (f"`models/{lineage['file']}` is generation {champion.get('line_generation', first - 1)} of the line "
             f"(sha256 {lineage['sha256'][:12]}), made in {len(lineage.get('runs', []))} runs, each a workspace "
             "that resumed from the champion before it (its lineage, `runs`):\n\n" + "\n".join(lines))

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from flows.carry import ship_window, window_dir
 from flows.compute import compute_of
-from flows.layout import LineError, Workspace, ladder_dir, read_json, write_json
+from flows.layout import LineError, Workspace, ladder_dir, read_json, replacing_dir, write_json
 from flows.reproduce import recipe_dir, write_recipe
 from flows.stages import file_sha256
 
@@ -50,7 +50,8 @@ def _run_summary(ws: Workspace, tag: str, last: int) -> tuple[list[dict], dict]:
             "games": r["selfplay"]["games"], "positions": r["selfplay"]["positions"],
             "train_steps": r["train"]["steps"], "compute": compute_of(r), "params_hash": r["params_hash"],
             "git_commit": r.get("git_commit"), "git_dirty": r.get("git_dirty"),
-            "requirements_lock_sha256": r.get("requirements_lock_sha256"), "mlflow_run_id": r.get("mlflow_run_id"), "model_version": r.get("model_version"),
+            "requirements_lock_sha256": r.get("requirements_lock_sha256"),
+            "mlflow_run_id": r.get("mlflow_run_id"), "model_version": r.get("model_version"),
             "sha256": r["train"]["sha256"], "ladder": r.get("ladder"),
         })
     totals = {"generations": len(gens), "passed": sum(x["passed"] for x in gens),
@@ -182,15 +183,9 @@ def ship(root: Path, params, params_file: str, models: Path | None = None, gener
 
 
 def _replace_dir(source: Path, target: Path) -> None:
-    """`target` becomes a copy of folder `source`: copied beside it first, then swapped in by renames."""
-    tmp, old = target.with_name(target.name + ".tmp"), target.with_name(target.name + ".old")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.rmtree(old, ignore_errors=True)
-    shutil.copytree(source, tmp)
-    if target.exists():
-        target.rename(old)
-    tmp.rename(target)
-    shutil.rmtree(old, ignore_errors=True)
+    """`target` becomes a copy of folder `source`, swapped in whole."""
+    with replacing_dir(target) as tmp:
+        shutil.copytree(source, tmp, dirs_exist_ok=True)
 
 
 def ship_saved(saved: Path, models: Path, tag: str) -> dict:

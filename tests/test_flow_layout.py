@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from flows.layout import LineBusy, LineError, Workspace, derive_seed, read_json, split_counts, write_json
+from flows.layout import (LineBusy, LineError, Workspace, derive_seed, read_json, replacing_dir, split_counts,
+                          write_json)
 
 
 def test_seeds_are_deterministic_distinct_and_31_bit():
@@ -94,3 +95,23 @@ def test_a_torn_json_record_is_refused_with_its_path(tmp_path):
     path.write_text("")
     with pytest.raises(LineError, match="torn or not JSON"):
         read_json(path)
+
+
+def test_a_folder_is_replaced_whole_or_not_at_all(tmp_path):
+    target = tmp_path / "go-9.reproduce"
+    target.mkdir()
+    (target / "recipe.json").write_text("old")
+    (target / "stale.yaml").write_text("old")
+    with pytest.raises(LineError, match="no entry"):
+        with replacing_dir(target) as tmp:
+            (tmp / "recipe.json").write_text("half")
+            raise LineError("dvc.lock: no entry for train@go-9-g0003")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["go-9.reproduce"]
+    assert {p.name: p.read_text() for p in target.iterdir()} == {"recipe.json": "old", "stale.yaml": "old"}
+    with replacing_dir(target) as tmp:
+        (tmp / "recipe.json").write_text("new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["go-9.reproduce"]
+    assert {p.name: p.read_text() for p in target.iterdir()} == {"recipe.json": "new"}
+    with replacing_dir(tmp_path / "fresh") as tmp:
+        (tmp / "a").write_text("a")
+    assert (tmp_path / "fresh" / "a").read_text() == "a"
