@@ -452,6 +452,38 @@ def test_the_kept_games_of_other_settings_are_not_resumed_and_a_broken_one_is_na
     assert read_pairings(tmp_path)[0]["seed"] == 5  # the recorded pairing is left as it was
 
 
+def test_a_pairing_resumes_with_its_network_moved_and_says_which_settings_end_the_kept_games(tmp_path, capsys):
+    net = tmp_path / "net.pt"
+    assert main(["init", "--out", str(net), "--set", "game.size=5", "--set", "network.size=b1c8",
+                 "--set", "network.value_hidden=8"]) == 0
+    out = tmp_path / "lad"
+    with pytest.raises(Interrupted):
+        play_pairing(SMALL_GO, str(net), "random", 6, seed=4, visits=8, out_dir=out, concurrent=2,
+                     progress=_interrupt_after(2))
+    games = out / ".partial" / "net--random--ladder" / "games.jsonl"
+    kept = {g["index"]: g for g in map(json.loads, games.read_text().splitlines())}
+    assert len(kept) >= 2
+    moved = tmp_path / "elsewhere" / "g1.pt"  # the same network, read from another path
+    moved.parent.mkdir()
+    shutil.copyfile(net, moved)
+    rec = play_pairing(SMALL_GO, str(moved), "random", 6, seed=4, visits=8, out_dir=out, a_name="net", concurrent=2)
+    assert rec["games_resumed"] == len(kept) and rec["a_spec"] == str(moved)
+    collection = read_collection(out / "sgf" / "net--random--ladder.sgf.gz")
+    assert all(collection[i].moves == g["moves"] for i, g in kept.items())
+    # another network under the same name is another pairing: its games go, and the message says why
+    with pytest.raises(Interrupted):
+        play_pairing(SMALL_GO, str(net), "random", 8, seed=6, visits=8, out_dir=out, concurrent=2,
+                     progress=_interrupt_after(1))
+    assert main(["init", "--out", str(moved), "--seed", "9", "--set", "game.size=5", "--set", "network.size=b1c8",
+                 "--set", "network.value_hidden=8"]) == 0
+    capsys.readouterr()
+    other = play_pairing(SMALL_GO, str(moved), "random", 2, seed=6, visits=8, out_dir=out, a_name="net",
+                         concurrent=2)
+    assert "games_resumed" not in other
+    assert "were played with other settings (a_sha256); they are not this pairing's and are removed" in \
+        capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def two_ladders(tmp_path_factory):
     """Two players' ladders against the same opponent on the same starts (seed 4), and one on other starts."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 from zero.fileio import atomic_write_text
@@ -50,6 +51,13 @@ def _played(out_dir: Path, key: str, settings: dict) -> dict | None:
 PARTIAL = ".partial"  # a ladder dir's folder of pairings still being played
 
 
+def _identity(settings: dict) -> dict:
+    """What makes two attempts the same pairing: every setting but its number of games, and a network by its
+    sha256 rather than the path it was read from (a network moved or copied plays the same games)."""
+    return {k: v for k, v in settings.items()
+            if k != "games" and not (k.endswith("_spec") and settings.get(k.removesuffix("_spec") + "_sha256"))}
+
+
 class PartialPairing:
     """The finished games of a pairing still being played, kept in <ladder dir>/.partial/<key>/.
 
@@ -59,8 +67,10 @@ class PartialPairing:
     a pairing is the same game whatever the pairing's length (its opening, colours and seed follow i), so an
     attempt of another number of games but the same other settings lends its games below this pairing's count:
     a 200-game pairing stopped at game 150 is recorded as 140 games from them, and goes on to 200 later. The
-    games of other settings are not this pairing's and are removed. `close()` removes the folder once the
-    pairing's record and collection are written, unless it holds games beyond this pairing's count.
+    games of other settings are not this pairing's and are removed, saying which settings differ; a network is
+    known by its sha256, so a network file moved or copied elsewhere resumes its games. `close()` removes the
+    folder once the pairing's record and collection are written, unless it holds games beyond this pairing's
+    count.
     """
 
     GAMES = "games.jsonl"
@@ -83,8 +93,13 @@ class PartialPairing:
             kept = json.loads(settings.read_text()) if settings.is_file() else None
         except ValueError:
             kept = None
-        if not isinstance(kept, dict) or {k: v for k, v in kept.items() if k != "games"} != {
-                k: v for k, v in self.settings.items() if k != "games"} or not isinstance(kept.get("games"), int):
+        if not isinstance(kept, dict) or _identity(kept) != _identity(self.settings) or not isinstance(
+                kept.get("games"), int):
+            if isinstance(kept, dict) and (self.folder / self.GAMES).is_file():
+                differ = sorted(k for k in {*_identity(kept), *_identity(self.settings)}
+                                if _identity(kept).get(k) != _identity(self.settings).get(k))
+                print(f"{self.folder}: the games kept there were played with other settings "
+                      f"({', '.join(differ)}); they are not this pairing's and are removed", file=sys.stderr)
             shutil.rmtree(self.folder, ignore_errors=True)
             kept = self.settings
         self.folder.mkdir(parents=True, exist_ok=True)
