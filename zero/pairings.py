@@ -93,11 +93,10 @@ class PartialPairing:
             kept = json.loads(settings.read_text()) if settings.is_file() else None
         except ValueError:
             kept = None
-        if not isinstance(kept, dict) or _identity(kept) != _identity(self.settings) or not isinstance(
-                kept.get("games"), int):
-            if isinstance(kept, dict) and (self.folder / self.GAMES).is_file():
-                differ = sorted(k for k in {*_identity(kept), *_identity(self.settings)}
-                                if _identity(kept).get(k) != _identity(self.settings).get(k))
+        theirs, mine = _identity(kept) if isinstance(kept, dict) else None, _identity(self.settings)
+        if theirs != mine or not isinstance(kept.get("games"), int):
+            if theirs is not None and (self.folder / self.GAMES).is_file():
+                differ = sorted(k for k in {*theirs, *mine} if theirs.get(k) != mine.get(k))
                 print(f"{self.folder}: the games kept there were played with other settings "
                       f"({', '.join(differ)}); they are not this pairing's and are removed", file=sys.stderr)
             shutil.rmtree(self.folder, ignore_errors=True)
