@@ -470,6 +470,10 @@ def test_a_pairing_resumes_with_its_network_moved_and_says_which_settings_end_th
     assert rec["games_resumed"] == len(kept) and rec["a_spec"] == str(moved)
     collection = read_collection(out / "sgf" / "net--random--ladder.sgf.gz")
     assert all(collection[i].moves == g["moves"] for i, g in kept.items())
+    # the recorded pairing stands for its network read from the first path again: nothing is played
+    again = play_pairing(SMALL_GO, str(net), "random", 6, seed=4, visits=8, out_dir=out, a_name="net", concurrent=2,
+                         progress=_interrupt_after(0))
+    assert again == rec == read_pairings(out)[0]
     # another network under the same name is another pairing: its games go, and the message says why
     with pytest.raises(Interrupted):
         play_pairing(SMALL_GO, str(net), "random", 8, seed=6, visits=8, out_dir=out, concurrent=2,

@@ -28,8 +28,8 @@ class LadderError(RuntimeError):
 
 
 def _played(out_dir: Path, key: str, settings: dict) -> dict | None:
-    """The pairing record `key` of the directory if it was played with these settings and its games are
-    there; else None. LadderError for a directory of the older layout (a folder of SGF files a pairing),
+    """The pairing record `key` of the directory if it was played with these settings (a network known by its
+    sha256, wherever it is read from now) and its games are there; else None. LadderError for a directory of the older layout (a folder of SGF files a pairing),
     which is packed first rather than played again."""
     from zero.sgf import SgfError, read_collection
 
@@ -44,8 +44,8 @@ def _played(out_dir: Path, key: str, settings: dict) -> dict | None:
         games = len(read_collection(pairing_sgf(out_dir, key)))
     except (ValueError, SgfError):
         return None
-    same = all(record.get(k) == v for k, v in json.loads(json.dumps(settings)).items())
-    return record if same and games == settings["games"] else None
+    same = all(record.get(k) == v for k, v in _identity(json.loads(json.dumps(settings))).items())
+    return record if same and record.get("games") == games == settings["games"] else None
 
 
 PARTIAL = ".partial"  # a ladder dir's folder of pairings still being played
