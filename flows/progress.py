@@ -2,7 +2,8 @@
 
 The zero library reports progress through plain callbacks and imports no Prefect:
 self-play and matches call `progress(games_done, total, positions)` as each game
-ends, training calls `on_step(step, metrics)`. `StepProgress` is such a callback.
+ends, training calls `on_step(step, metrics)`. `StepProgress` is such a callback,
+zero.progress.ProgressLines's lines (the ones `zero`'s commands write to a log) with more.
 Inside a Prefect task or flow run it logs through the run logger and keeps a
 progress artifact (0-100%) up to date; elsewhere (`dvc repro` running
 `python -m flows.stages`) it logs to the `flows.progress` logger. A line goes out
@@ -22,7 +23,8 @@ import sys
 import threading
 import time
 
-EVERY_S = 60.0  # at most one line a minute in the task log (plus the first and the last)
+from zero.progress import EVERY_S, ProgressLines
+
 ARTIFACT_EVERY_S = 10.0  # the progress artifact is updated at most this often
 
 
@@ -44,25 +46,12 @@ def run_logger() -> logging.Logger | logging.LoggerAdapter:
     return logging.getLogger("flows.progress")
 
 
-def duration(seconds: float) -> str:
-    """`1h02m`, `3m20s`, `42s`."""
-    s = int(round(seconds))
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    if s >= 60:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s}s"
-
-
-class StepProgress:
-    """A progress callback for one long step (a self-play shard, a gate part, a ladder match, training).
+class StepProgress(ProgressLines):
+    """A progress callback for one long step in the pipeline: zero.progress.ProgressLines's lines in the run
+    log, a heartbeat, and a Prefect progress artifact.
 
     Args:
-        label: what the step is, first on every line (`go-9-g0003 gate part 0`).
-        total: games (or steps) the step will play.
-        unit: what total counts (`games`, `steps`).
-        every: seconds between lines at most (the first and last line aside).
-        clock: time source in seconds (tests pass a fake one).
+        label, total, unit, every, clock: as zero.progress.ProgressLines.
         emit: where a line goes (a function of one string); default: the run logger's info.
         key: the Prefect progress artifact's key (lowercase letters, digits, dashes; sanitised).
         artifact: keep a progress artifact; default: only inside a Prefect run.
@@ -71,14 +60,11 @@ class StepProgress:
 
     def __init__(self, label: str, total: int, unit: str = "games", every: float = EVERY_S, clock=time.monotonic,
                  emit=None, key: str | None = None, artifact: bool | None = None, heartbeat: bool = True):
-        self.label, self.total, self.unit, self.every, self.clock = label, max(0, int(total)), unit, every, clock
-        self.emit = emit or run_logger().info
+        super().__init__(label, total, unit, every, clock, emit or run_logger().info)
         self.key = re.sub(r"[^a-z0-9-]+", "-", key.lower()).strip("-") if key else None
         self.artifact = prefect_run_active() if artifact is None else artifact
         self.heartbeat = heartbeat
-        self.done, self.positions = 0, None
-        self.started = self.last_line = self.last_artifact = clock()
-        self.lines = 0
+        self.last_artifact = self.started
         self._artifact_id = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -86,17 +72,11 @@ class StepProgress:
 
     # --- the callbacks the library calls ---------------------------------------------------
 
-    def __call__(self, done: int, total: int | None = None, positions: int | None = None) -> None:
+    def __call__(self, done: int | None = None, total: int | None = None, positions: int | None = None) -> None:
         """progress(games_done, total, positions), as self-play and matches call it."""
         with self._lock:
-            self.done = int(done)
-            if total is not None:
-                self.total = int(total)
-            if positions is not None:
-                self.positions = int(positions)
+            super().__call__(done, total, positions)
             now = self.clock()
-            if now - self.last_line >= self.every and self.done < self.total:
-                self._line(now)
         if now - self.last_artifact >= ARTIFACT_EVERY_S:
             self._update_artifact(now)
 
@@ -111,7 +91,7 @@ class StepProgress:
 
     def __enter__(self) -> "StepProgress":
         with self._lock:
-            self._line(self.clock(), "started")
+            super().__enter__()
         if self.artifact:
             self._create_artifact()
         if self.heartbeat and self.every > 0:
@@ -124,34 +104,11 @@ class StepProgress:
         if self._thread is not None:
             self._thread.join(timeout=5)
         with self._lock:
-            self._line(self.clock(), "stopped" if exc_type else "done")
+            super().__exit__(exc_type, exc, tb)
         if exc_type is None:
             self._update_artifact(self.clock(), 100.0)
 
     # --- internals --------------------------------------------------------------------------
-
-    def text(self, now: float, state: str = "") -> str:
-        """The progress line: done of total, rate, ETA (or the elapsed time once done)."""
-        elapsed = max(now - self.started, 1e-9)
-        pct = 100.0 * self.done / self.total if self.total else 100.0
-        parts = [f"{self.done}/{self.total} {self.unit} ({pct:.0f}%)"]
-        if self.positions is not None:
-            parts.append(f"{self.positions:,} positions, {self.positions / elapsed:,.1f} positions/s")
-        else:
-            parts.append(f"{self.done / elapsed:.2f} {self.unit}/s")
-        if state in ("done", "stopped"):
-            parts.append(f"{state} in {duration(elapsed)}")
-        elif state == "started":
-            parts = [f"{self.total} {self.unit} to play" if self.unit == "games" else f"{self.total} {self.unit} to run"]
-        else:
-            eta = duration(elapsed / self.done * (self.total - self.done)) if self.done else "unknown"
-            parts.append(f"ETA {eta}, {duration(elapsed)} elapsed")
-        return f"{self.label}: " + ", ".join(parts)
-
-    def _line(self, now: float, state: str = "") -> None:
-        self.last_line = now
-        self.lines += 1
-        self.emit(self.text(now, state))
 
     def _beat_loop(self) -> None:
         while not self._stop.wait(min(self.every, 5.0)):

@@ -70,6 +70,18 @@ def test_training_steps_and_a_step_that_fails():
     assert "stopped in 1m01s" in lines[2]
 
 
+def test_plain_lines_count_a_tick_without_arguments_as_one_more_step():
+    from zero.progress import ProgressLines
+
+    clock, lines = FakeClock(), []
+    with ProgressLines("training", 4, unit="steps", every=60, clock=clock, emit=lines.append) as tick:
+        for _ in range(4):
+            clock.t += 40
+            tick()
+    assert lines == ["training: 4 steps to run", "training: 2/4 steps (50%), 0.03 steps/s, ETA 1m20s, 1m20s elapsed",
+                     "training: 4/4 steps (100%), 0.03 steps/s, done in 2m40s"]
+
+
 def test_a_match_reports_each_game_as_it_ends(tiny_params):
     calls = []
     result = play_match(tiny_params, "random", "random", 6, seed=3, progress=lambda *a: calls.append(a))
@@ -104,7 +116,7 @@ def test_zero_match_draws_its_bar_on_stderr_and_prints_json_on_stdout(tmp_path):
         ["match", *sets, "--a", "random", "--b", "random", "--games", "4"], tmp_path)
     assert code == 0, drawn.decode(errors="replace")
     assert json.loads(out)["games"] == 4
-    assert b"match games" in drawn and b"4/4" in drawn
+    assert b"match" in drawn and b"4/4" in drawn
 
 
 def test_zero_match_into_a_log_file_writes_plain_progress_lines(tmp_path):
@@ -123,5 +135,7 @@ def test_zero_match_into_a_log_file_writes_plain_progress_lines(tmp_path):
                               text=True, timeout=300)
     assert proc.returncode == 0
     assert json.loads(proc.stdout)["games"] == 4
-    lines = [x for x in (tmp_path / "log").read_text().splitlines() if x.startswith("match games: ")]
-    assert [x.split(" in ")[0] for x in lines] == [f"match games: {n} of 4" for n in range(1, 5)]
+    lines = [x for x in (tmp_path / "log").read_text().splitlines() if x.startswith("match: ")]
+    assert lines[0] == "match: 4 games to play" and len(lines) == 5, lines
+    assert [x.split(",")[0] for x in lines[1:]] == [f"match: {n}/4 games ({25 * n}%)" for n in range(1, 5)]
+    assert all("positions/s, ETA " in x for x in lines[1:4]) and " done in " in lines[4]

@@ -17,7 +17,6 @@ import math
 import os
 import shlex
 import sys
-import time
 from pathlib import Path
 
 from zero.config import (MAX_CONCURRENT, MAX_GAMES, MAX_SEED, MAX_TREE_BYTES, MAX_VISITS, ConfigError,
@@ -223,34 +222,31 @@ def _player_params(args, params, model: str | None, measured_visits: bool = True
 _PROGRESS_EVERY = 60.0  # seconds between the plain progress lines where stderr is no terminal
 
 
-def _progress(total: int, label: str):
-    """A rich progress bar on stderr and a tick that advances it by one.
+def _progress(total: int, label: str, unit: str = "games"):
+    """A rich progress bar on stderr and a tick that advances it, or zero.progress's lines where stderr is no
+    terminal (a log file, nohup): at most one every `_PROGRESS_EVERY` seconds, with rate and ETA, so a long
+    match or ladder is never silent in its log.
 
     The tick takes the library's progress arguments (games_done, total, positions) and shows games_done (a
     resumed ladder pairing starts from the games it carried over); called with none it advances by one.
-    The bar is drawn where stderr is a terminal. Elsewhere (a log file, nohup) the tick writes a plain line
-    at most once every `_PROGRESS_EVERY` seconds, so a long match or ladder is never silent in its log.
     """
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    terminal = sys.stderr.isatty()
-    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   transient=False, disable=not terminal, console=Console(file=sys.stderr))
+    from zero.progress import ProgressLines
+
+    if not sys.stderr.isatty():
+        lines = ProgressLines(label, total, unit, every=_PROGRESS_EVERY)
+        return lines, lines
+    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn(),
+                   transient=False, console=Console(file=sys.stderr))
     task = bar.add_task(label, total=total)
-    started = last = time.monotonic()
 
     def tick(*done) -> None:
-        nonlocal last
         if done:
             bar.update(task, completed=done[0])
         else:
             bar.advance(task)
-        now = time.monotonic()
-        if not terminal and now - last >= _PROGRESS_EVERY:
-            last = now
-            print(f"{label}: {int(bar.tasks[0].completed)} of {total} in {now - started:.0f} s", file=sys.stderr,
-                  flush=True)
 
     return bar, tick
 
@@ -271,7 +267,7 @@ def cmd_selfplay(args) -> int:
     params = _params(args)
     _check_model(params, make_game(params.game), args.model)
     games = args.games if args.games is not None else params.selfplay.games_per_shard
-    bar, tick = _progress(games, "self-play games")
+    bar, tick = _progress(games, "self-play")
     with bar:
         summary = play_shard(params, args.model, args.out, args.seed, games, args.sgf_dir, progress=tick)
     summary["kernels"] = kernel_compiles()  # compiled inside this run: none after `zero warmup`
@@ -284,7 +280,7 @@ def cmd_train(args) -> int:
     from zero.train import train
 
     params = _params(args)
-    bar, tick = _progress(params.train.steps, "training steps")
+    bar, tick = _progress(params.train.steps, "training", "steps")
     with contextlib.ExitStack() as stack:
         # written beside its name and renamed once training is done: never a partial metrics file
         metrics_file = stack.enter_context(atomic_write(args.metrics_out, "w")) if args.metrics_out else None
@@ -333,7 +329,7 @@ def cmd_match(args) -> int:
     if need > MAX_TREE_BYTES:
         raise UsageError(f"--visits {visits} (or mcts:N) with {at_once} games at once on {params.game.tag} needs "
                          f"{need / 2**30:.1f} GiB of search trees, more than the {MAX_TREE_BYTES / 2**30:.0f} GiB limit")
-    bar, tick = _progress(games, "match games")
+    bar, tick = _progress(games, "match")
     with bar:
         result = play_match(params, args.a, args.b, games, args.seed, args.sgf_dir, args.visits,
                             sequential=args.sequential, progress=tick, names=(args.a_name, args.b_name))
@@ -463,9 +459,9 @@ def _ladder_match(params, a: str, b: str, a_name: str | None, games: int, seed: 
     from zero import ladder
 
     cfg = params.ladder
-    print(f"{a_name or ladder.opponent_name(a)} against {ladder.opponent_name(b)}: {games} games ({label})",
-          file=sys.stderr)
-    bar, tick = _progress(games, f"{label} games")
+    pairing = f"{a_name or ladder.opponent_name(a)} against {ladder.opponent_name(b)}"
+    print(f"{pairing}: {games} games ({label})", file=sys.stderr)
+    bar, tick = _progress(games, pairing)
     with bar:
         rec = ladder.play_pairing(params, a, b, games, seed, cfg.visits, out, a_name, None, label,
                                   cfg.concurrent_games, cfg.opening_moves, cfg.gnugo, progress=tick, extra=extra)
