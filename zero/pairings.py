@@ -29,8 +29,8 @@ class LadderError(RuntimeError):
 
 def _played(out_dir: Path, key: str, settings: dict) -> dict | None:
     """The pairing record `key` of the directory if it was played with these settings (a network known by its
-    sha256, wherever it is read from now) and its games are there; else None. LadderError for a directory of the older layout (a folder of SGF files a pairing),
-    which is packed first rather than played again."""
+    sha256, wherever it is read from now) and its games are there; else None. LadderError for a directory of
+    the older layout (a folder of SGF files a pairing), which is packed first rather than played again."""
     from zero.sgf import SgfError, read_collection
 
     if (out_dir / "sgf" / key).is_dir():
