@@ -82,6 +82,20 @@ def test_plain_lines_count_a_tick_without_arguments_as_one_more_step():
                      "training: 4/4 steps (100%), 0.03 steps/s, done in 2m40s"]
 
 
+def test_games_carried_over_from_an_earlier_run_count_as_done_but_not_in_the_rate():
+    from zero.progress import ProgressLines
+
+    clock, lines = FakeClock(), []
+    with ProgressLines("g1 against gnugo-l10", 200, every=60, clock=clock, emit=lines.append) as report:
+        report(40, 200, 0)  # a resumed pairing: 40 games kept from before, none played yet
+        clock.t += 60
+        report(41, 200, 90)
+        clock.t += 60
+        report(42, 200, 180)
+    assert lines[1] == "g1 against gnugo-l10: 41/200 games (20%), 90 positions, 1.5 positions/s, ETA 2h39m, 1m00s elapsed"
+    assert lines[2].startswith("g1 against gnugo-l10: 42/200 games (21%)") and "ETA 2h38m" in lines[2]
+
+
 def test_a_match_reports_each_game_as_it_ends(tiny_params):
     calls = []
     result = play_match(tiny_params, "random", "random", 6, seed=3, progress=lambda *a: calls.append(a))

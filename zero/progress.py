@@ -49,13 +49,17 @@ class ProgressLines:
         self.label, self.total, self.unit, self.every, self.clock = label, max(0, int(total)), unit, every, clock
         self.emit = emit
         self.done, self.positions = 0, None
+        self.carried = 0  # games done before this run (a resumed ladder pairing's): not in the rate or the ETA
         self.started = self.last_line = clock()
         self.lines = 0
 
     def __call__(self, done: int | None = None, total: int | None = None, positions: int | None = None) -> None:
         """progress(games_done, total, positions), as self-play and matches call it; with no arguments, one
-        more done (a training step)."""
+        more done (a training step). A call with 0 positions reports the games an earlier run finished, as a
+        resumed ladder pairing does before it plays."""
         self.done = self.done + 1 if done is None else int(done)
+        if positions == 0 and done is not None:
+            self.carried = self.done
         if total is not None:
             self.total = int(total)
         if positions is not None:
@@ -79,13 +83,14 @@ class ProgressLines:
         if self.positions is not None:
             parts.append(f"{self.positions:,} positions, {self.positions / elapsed:,.1f} positions/s")
         else:
-            parts.append(f"{self.done / elapsed:.2f} {self.unit}/s")
+            parts.append(f"{(self.done - self.carried) / elapsed:.2f} {self.unit}/s")
         if state in ("done", "stopped"):
             parts.append(f"{state} in {duration(elapsed)}")
         elif state == "started":
             parts = [f"{self.total} {self.unit} to play" if self.unit == "games" else f"{self.total} {self.unit} to run"]
         else:
-            eta = duration(elapsed / self.done * (self.total - self.done)) if self.done else "unknown"
+            played = self.done - self.carried
+            eta = duration(elapsed / played * (self.total - self.done)) if played > 0 else "unknown"
             parts.append(f"ETA {eta}, {duration(elapsed)} elapsed")
         return f"{self.label}: " + ", ".join(parts)
 
