@@ -230,14 +230,14 @@ def _progress(total: int, label: str, unit: str = "games"):
     The tick takes the library's progress arguments (games_done, total, positions) and shows games_done (a
     resumed ladder pairing starts from the games it carried over); called with none it advances by one.
     """
+    if not sys.stderr.isatty():
+        from zero.progress import ProgressLines
+
+        lines = ProgressLines(label, total, unit, every=_PROGRESS_EVERY)
+        return lines, lines
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from zero.progress import ProgressLines
-
-    if not sys.stderr.isatty():
-        lines = ProgressLines(label, total, unit, every=_PROGRESS_EVERY)
-        return lines, lines
     bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn(),
                    transient=False, console=Console(file=sys.stderr))
     task = bar.add_task(label, total=total)
