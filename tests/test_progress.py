@@ -92,8 +92,9 @@ def test_games_carried_over_from_an_earlier_run_count_as_done_but_not_in_the_rat
         report(41, 200, 90)
         clock.t += 60
         report(42, 200, 180)
-    assert lines[1] == "g1 against gnugo-l10: 41/200 games (20%), 90 positions, 1.5 positions/s, ETA 2h39m, 1m00s elapsed"
-    assert lines[2].startswith("g1 against gnugo-l10: 42/200 games (21%)") and "ETA 2h38m" in lines[2]
+    assert lines[1] == "g1 against gnugo-l10: 40/200 games kept from an earlier run, 160 to play"
+    assert lines[2] == "g1 against gnugo-l10: 41/200 games (20%), 90 positions, 1.5 positions/s, ETA 2h39m, 1m00s elapsed"
+    assert lines[3].startswith("g1 against gnugo-l10: 42/200 games (21%)") and "ETA 2h38m" in lines[3]
 
 
 def test_a_match_reports_each_game_as_it_ends(tiny_params):

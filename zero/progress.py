@@ -58,10 +58,14 @@ class ProgressLines:
         more done (a training step). A call with 0 positions reports the games an earlier run finished, as a
         resumed ladder pairing does before it plays."""
         self.done = self.done + 1 if done is None else int(done)
-        if positions == 0 and done is not None:
-            self.carried = self.done
         if total is not None:
             self.total = int(total)
+        if positions == 0 and done is not None:
+            self.carried = self.done
+            if self.carried:  # say at once that the run resumes, not a minute later
+                self.emit(f"{self.label}: {self.carried}/{self.total} {self.unit} kept from an earlier run, "
+                          f"{self.total - self.carried} to play")
+                self.lines += 1
         if positions is not None:
             self.positions = int(positions)
         now = self.clock()
