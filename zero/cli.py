@@ -691,22 +691,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--b-name", type=_player_name, default=None, help="like --a-name")
     p.set_defaults(fn=cmd_match)
 
-    p = sub.add_parser("gtp", parents=[common], help="GTP v2 engine on stdin/stdout")
-    p.add_argument("--model", default=None)
-    p.add_argument("--visits", type=_count(MAX_VISITS), default=None)
-    p.add_argument("--leaf-batch", type=_count(256), default=LEAF_BATCH,
-                   help=f"leaves evaluated per network call, under virtual loss (default {LEAF_BATCH}; 1: one)")
-    p.add_argument("--in-flight", type=_count(16), default=IN_FLIGHT,
-                   help=f"leaf batches at the network at once, each on its share of the cores (default {IN_FLIGHT})")
+    engine = argparse.ArgumentParser(add_help=False)  # the search a human or a GUI plays against
+    engine.add_argument("--model", default=None)
+    engine.add_argument("--visits", type=_count(MAX_VISITS), default=None)
+    engine.add_argument("--leaf-batch", type=_count(256), default=LEAF_BATCH,
+                        help=f"leaves evaluated per network call, under virtual loss (default {LEAF_BATCH}; 1: one)")
+    engine.add_argument("--in-flight", type=_count(16), default=IN_FLIGHT,
+                        help=f"leaf batches at the network at once, each on its share of the cores "
+                             f"(default {IN_FLIGHT})")
+
+    p = sub.add_parser("gtp", parents=[common, engine], help="GTP v2 engine on stdin/stdout")
     p.set_defaults(fn=cmd_gtp)
 
-    p = sub.add_parser("play", parents=[common], help="play against the engine in the terminal")
-    p.add_argument("--model", default=None)
-    p.add_argument("--visits", type=_count(MAX_VISITS), default=None)
-    p.add_argument("--leaf-batch", type=_count(256), default=LEAF_BATCH,
-                   help=f"leaves evaluated per network call, under virtual loss (default {LEAF_BATCH}; 1: one)")
-    p.add_argument("--in-flight", type=_count(16), default=IN_FLIGHT,
-                   help=f"leaf batches at the network at once, each on its share of the cores (default {IN_FLIGHT})")
+    p = sub.add_parser("play", parents=[common, engine], help="play against the engine in the terminal")
     p.add_argument("--color", type=_colour, default="black", help="your colour: black or white")
     p.set_defaults(fn=cmd_play)
 
