@@ -207,7 +207,6 @@ def test_zero_ladder_command_plays_fits_and_plots(tmp_path, capsys):
     assert sorted(p.stem for p in (out / "pairings").glob("*.json")) == names
 
 
-
 def test_zero_ladder_without_games_against_the_anchor_says_what_its_ratings_are_relative_to(tmp_path, capsys):
     from zero.cli import main
 
@@ -219,6 +218,7 @@ def test_zero_ladder_without_games_against_the_anchor_says_what_its_ratings_are_
     text = " ".join(capsys.readouterr().out.split())  # the table's title may wrap
     assert "ratings relative to mcts-30 = 0 (no game against random, the scale's anchor)" in text
     assert not json.loads((out / "ratings.json").read_text())["anchor"]["anchored"]
+
 
 def test_zero_ladder_calibration_games_zero_plays_no_calibration(tmp_path, capsys):
     """--calibration-games 0 (as ladder.calibration_games: 0) plays only the network's pairings; -1 is refused."""
@@ -418,7 +418,7 @@ def test_an_interrupted_pairing_resumes_with_the_games_it_finished(tmp_path):
     calls = []
     rec = play_pairing(SMALL_GO, "mcts:30", "random", 8, seed=4, visits=8, out_dir=tmp_path, concurrent=2,
                        progress=lambda *args: calls.append(args))
-    assert calls[0] == (3, 8, 0) and calls[-1][:2] == (8, 8) and len(calls) == 1 + 5  # five games played now
+    assert calls[0] == (3, 8, None) and calls[-1][:2] == (8, 8) and len(calls) == 1 + 5  # five games played now
     assert rec["games"] == 8 and rec["games_resumed"] == 3 and rec["seconds"] >= max(g["seconds"] for g in kept.values())
     games = read_collection(tmp_path / "sgf" / f"{key}.sgf.gz")
     assert len(games) == 8

@@ -273,7 +273,8 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     network files), games, seed, visits, openings, game, komi, search and `extra` is not played again:
     its record is returned, so an interrupted ladder resumes and a ladder run again adds only what is new.
     Each game is kept as it ends (zero.pairings.PartialPairing), so a pairing interrupted mid-way plays
-    only the games it had not finished; `progress` then starts from the games carried over, and the
+    only the games it had not finished; `progress` is first called with positions None and the games carried
+    over (0 on a fresh pairing), and the
     record's `seconds` adds up the attempts up to their last finished game (`games_resumed`: how many).
     """
     from zero.games import make_game
@@ -310,7 +311,7 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     todo = sorted(set(range(games)) - {r.index for r in earlier})
     started = time.time() - partial.seconds_before
     if progress is not None:
-        progress(len(earlier), games, 0)
+        progress(len(earlier), games, None)  # positions None: the games carried over from an earlier attempt
     if todo:
         pa = make_player(player_spec(a, gnugo, pachi), params, game, visits, seed)
         pb = make_player(player_spec(b, gnugo, pachi), params, game, visits, seed + 1)

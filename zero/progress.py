@@ -55,17 +55,17 @@ class ProgressLines:
 
     def __call__(self, done: int | None = None, total: int | None = None, positions: int | None = None) -> None:
         """progress(games_done, total, positions), as self-play and matches call it; with no arguments, one
-        more done (a training step). A call with 0 positions reports the games an earlier run finished, as a
-        resumed ladder pairing does before it plays."""
+        more done (a training step). A call with positions None reports the games an earlier run finished, as
+        a ladder pairing does before it plays (games always come with their positions, a first game that
+        recorded none included)."""
         self.done = self.done + 1 if done is None else int(done)
         if total is not None:
             self.total = int(total)
-        if positions == 0 and done is not None:
+        if positions is None and done is not None:
             self.carried = self.done
             if self.carried:  # say at once that the run resumes, not a minute later
-                self.emit(f"{self.label}: {self.carried}/{self.total} {self.unit} kept from an earlier run, "
+                self._say(f"{self.label}: {self.carried}/{self.total} {self.unit} kept from an earlier run, "
                           f"{self.total - self.carried} to play")
-                self.lines += 1
         if positions is not None:
             self.positions = int(positions)
         now = self.clock()
@@ -100,5 +100,8 @@ class ProgressLines:
 
     def _line(self, now: float, state: str = "") -> None:
         self.last_line = now
+        self._say(self.text(now, state))
+
+    def _say(self, line: str) -> None:
         self.lines += 1
-        self.emit(self.text(now, state))
+        self.emit(line)
