@@ -207,30 +207,20 @@ def test_zero_ladder_command_plays_fits_and_plots(tmp_path, capsys):
     assert sorted(p.stem for p in (out / "pairings").glob("*.json")) == names
 
 
-def test_zero_ladder_without_games_against_the_anchor_says_what_its_ratings_are_relative_to(tmp_path, capsys):
-    from zero.cli import main
-
-    model = tmp_path / "net.pt"
-    assert main(["init", "--out", str(model), *GOMOKU_ARGS]) == 0
-    out = tmp_path / "lad"
-    assert main(["ladder", *GOMOKU_ARGS, "--model", str(model), "--opponents", "mcts:30", "--games", "2",
-                 "--calibration-games", "0", "--anchor", "random=0", "--out", str(out)]) == 0
-    text = " ".join(capsys.readouterr().out.split())  # the table's title may wrap
-    assert "ratings relative to mcts-30 = 0 (no game against random, the scale's anchor)" in text
-    assert not json.loads((out / "ratings.json").read_text())["anchor"]["anchored"]
-
-
 def test_zero_ladder_calibration_games_zero_plays_no_calibration(tmp_path, capsys):
-    """--calibration-games 0 (as ladder.calibration_games: 0) plays only the network's pairings; -1 is refused."""
+    """--calibration-games 0 (as ladder.calibration_games: 0) plays only the network's pairings; -1 is refused.
+    With no game against the scale's anchor, the ratings say which player they are relative to."""
     from zero.cli import main
 
     model = tmp_path / "net.pt"
     assert main(["init", "--out", str(model), *GOMOKU_ARGS]) == 0
     out = tmp_path / "lad"
     assert main(["ladder", *GOMOKU_ARGS, "--model", str(model), "--opponents", "mcts:30,random", "--games", "2",
-                 "--calibration-games", "0", "--anchor", "random=0", "--out", str(out)]) == 0
+                 "--calibration-games", "0", "--anchor", "mcts:1000=0", "--out", str(out)]) == 0
     assert sorted(p.stem for p in (out / "pairings").glob("*.json")) == ["net--mcts-30--ladder", "net--random--ladder"]
-    capsys.readouterr()
+    text = " ".join(capsys.readouterr().out.split())  # the table's title may wrap
+    assert "ratings relative to mcts-30 = 0 (no game against mcts-1000, the scale's anchor)" in text
+    assert not json.loads((out / "ratings.json").read_text())["anchor"]["anchored"]
     with pytest.raises(SystemExit):
         main(["ladder", *GOMOKU_ARGS, "--model", str(model), "--calibration-games", "-1", "--out", str(out)])
     assert "--calibration-games: must be a whole number from 0 to" in capsys.readouterr().err
