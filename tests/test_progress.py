@@ -97,7 +97,6 @@ def test_games_carried_over_from_an_earlier_run_count_as_done_but_not_in_the_rat
     assert lines[3].startswith("g1 against gnugo-l10: 42/200 games (21%)") and "ETA 2h38m" in lines[3]
 
 
-
 def test_a_first_game_that_recorded_no_position_is_a_game_played_now():
     """Self-play reports cumulative positions: a first game whose moves were all fast searches recorded none,
     and is still a game of this run, in the rate and the ETA."""
@@ -109,6 +108,7 @@ def test_a_first_game_that_recorded_no_position_is_a_game_played_now():
         report(1, 10, 0)
     assert lines[1] == "self-play: 1/10 games (10%), 0 positions, 0.0 positions/s, ETA 9m00s, 1m00s elapsed"
     assert report.carried == 0
+
 
 def test_a_match_reports_each_game_as_it_ends(tiny_params):
     calls = []

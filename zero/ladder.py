@@ -273,9 +273,9 @@ def play_pairing(params, a: str, b: str, games: int, seed: int, visits: int, out
     network files), games, seed, visits, openings, game, komi, search and `extra` is not played again:
     its record is returned, so an interrupted ladder resumes and a ladder run again adds only what is new.
     Each game is kept as it ends (zero.pairings.PartialPairing), so a pairing interrupted mid-way plays
-    only the games it had not finished; `progress` is first called with positions None and the games carried
-    over (0 on a fresh pairing), and the
-    record's `seconds` adds up the attempts up to their last finished game (`games_resumed`: how many).
+    only the games it had not finished. `progress` is first called with the games carried over (0 on a
+    fresh pairing) and positions None, and the record's `seconds` adds up the attempts up to their last
+    finished game (`games_resumed`: how many).
     """
     from zero.games import make_game
     from zero.arena import write_sgf_collection
