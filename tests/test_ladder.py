@@ -8,7 +8,7 @@ import pytest
 from zero.config import params_from_dict
 from zero.cli import main
 from zero.ladder import (LadderError, find_gnugo, fit_dir, openings, opponent_name, parse_anchor, play_pairing,
-                         player_spec)
+                         player_spec, scale_text)
 from zero.ladder_plot import plot_dir
 from zero.pairings import paired, read_pairings, write_pairing
 from zero.sgf import read_collection, read_collection_text, write_collection
@@ -102,11 +102,16 @@ def test_fit_over_a_directory_and_the_plot(tmp_path):
     write_pairing(tmp_path, {"a": "g0002", "b": "g0001", "wins": 25, "losses": 15, "draws": 0, "label": "gate"})
     # No games against the anchor yet: relative to g0000, and said so.
     fitted = fit_dir(tmp_path, fallback_anchor="g0000")
-    assert fitted["anchor"] == {"player": "g0000", "elo": 0.0, "anchored": False}
+    assert fitted["anchor"] == {"player": "g0000", "elo": 0.0, "anchored": False, "scale_anchor": "gnugo-l1"}
+    assert scale_text(fitted["anchor"]) == "relative to g0000 = 0 (no game against gnugo-l1, the scale's anchor)"
     assert 0 < fitted["ratings"]["g0001"]["elo"] < fitted["ratings"]["g0002"]["elo"]
     write_pairing(tmp_path, {"a": "g0002", "b": "gnugo-l1", "wins": 5, "losses": 15, "draws": 0})
     fitted = fit_dir(tmp_path, fallback_anchor="g0000")
     assert fitted["anchor"]["anchored"] and fitted["ratings"]["gnugo-l1"]["elo"] == 0  # the Go scale's anchor
+    assert scale_text(fitted["anchor"]) == "(gnugo-l1 = 0)"
+    # the ratings.json of a fit before the missing anchor was recorded
+    assert (scale_text({"player": "g0000", "elo": 0.0, "anchored": False})
+            == "relative to g0000 = 0 (no game against the scale's anchor)")
     assert fitted["ratings"]["g0002"]["elo"] < 0
     assert json.loads((tmp_path / "ratings.json").read_text()) == fitted
     (tmp_path / "players.json").write_text(json.dumps({
@@ -126,7 +131,7 @@ def test_a_pool_of_named_networks_is_rated_against_the_outside_engine_and_plotte
     write_pairing(tmp_path, {"a": "fast-g11", "b": "gnugo-l5", "wins": 3, "losses": 17, "draws": 0})
     write_pairing(tmp_path, {"a": "gpu-g7", "b": "gnugo-l5", "wins": 8, "losses": 12, "draws": 0})
     fitted = fit_dir(tmp_path)  # the scale's anchor, level 1, played none of them
-    assert fitted["anchor"] == {"player": "gnugo-l5", "elo": 0.0, "anchored": False}
+    assert fitted["anchor"] == {"player": "gnugo-l5", "elo": 0.0, "anchored": False, "scale_anchor": "gnugo-l1"}
     assert fitted["ratings"]["fast-g11"]["elo"] < fitted["ratings"]["gpu-g7"]["elo"] < 0
     png = plot_dir(tmp_path, fitted)
     pixels = imread(png)[..., :3]
@@ -174,7 +179,8 @@ def test_gnugo_levels_above_ten_are_opponents(tmp_path):
         player_spec("gnugo:17")
     # without level 10 (the default anchor) in the pool, the reference is the highest level by number
     write_pairing(tmp_path, {"a": "gnugo-l5", "b": "gnugo-l12", "wins": 9, "losses": 11, "draws": 0})
-    assert fit_dir(tmp_path)["anchor"] == {"player": "gnugo-l12", "elo": 0.0, "anchored": False}
+    assert fit_dir(tmp_path)["anchor"] == {"player": "gnugo-l12", "elo": 0.0, "anchored": False,
+                                           "scale_anchor": "gnugo-l1"}
 
 
 GOMOKU_ARGS = ["--set", "game.name=gomoku", "--set", "game.height=6", "--set", "game.width=6", "--set", "game.k=4",
@@ -220,7 +226,7 @@ def test_zero_ladder_calibration_games_zero_plays_no_calibration(tmp_path, capsy
     assert sorted(p.stem for p in (out / "pairings").glob("*.json")) == ["net--mcts-30--ladder", "net--random--ladder"]
     text = " ".join(capsys.readouterr().out.split())  # the table's title may wrap
     assert "ratings relative to mcts-30 = 0 (no game against mcts-1000, the scale's anchor)" in text
-    assert not json.loads((out / "ratings.json").read_text())["anchor"]["anchored"]
+    assert json.loads((out / "ratings.json").read_text())["anchor"]["scale_anchor"] == "mcts-1000"
     with pytest.raises(SystemExit):
         main(["ladder", *GOMOKU_ARGS, "--model", str(model), "--calibration-games", "-1", "--out", str(out)])
     assert "--calibration-games: must be a whole number from 0 to" in capsys.readouterr().err

@@ -450,7 +450,7 @@ def cmd_ladder(args) -> int:
         rows = ladder.table(fitted, pairings.read_pairings(out))
     except ladder.LadderError as e:
         raise UsageError(str(e)) from None
-    _print_ladder(fitted, rows, png, anchor[0])
+    _print_ladder(fitted, rows, png)
     return 0
 
 
@@ -468,15 +468,14 @@ def _ladder_match(params, a: str, b: str, a_name: str | None, games: int, seed: 
     print(f"  {rec['wins']}-{rec['losses']}-{rec['draws']} in {rec['seconds']:.0f} s", file=sys.stderr)
 
 
-def _print_ladder(fitted: dict, rows: list[dict], png: Path, scale_anchor: str) -> None:
-    """The ladder's pairings and ratings as tables; `scale_anchor` is the player the ratings were meant to be
-    relative to (--anchor), named where the ladder played no game against it."""
+def _print_ladder(fitted: dict, rows: list[dict], png: Path) -> None:
+    """The ladder's pairings and ratings as tables."""
     from rich.console import Console
     from rich.table import Table
 
-    anchor = fitted["anchor"]
-    t = Table(title=f"ratings ({anchor['player']} = {anchor['elo']:g})" if anchor["anchored"] else
-              f"ratings relative to {anchor['player']} = 0 (no game against {scale_anchor}, the scale's anchor)")
+    from zero.ladder import scale_text
+
+    t = Table(title=f"ratings {scale_text(fitted['anchor'])}")
     for col in ("player", "Elo", "95% interval", "games"):
         t.add_column(col)
     for name, r in fitted["ratings"].items():

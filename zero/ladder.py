@@ -390,7 +390,7 @@ def fit_dir(ladder_dir: str | Path, anchor: tuple[str, float] = DEFAULT_ANCHOR,
     """Fit ratings over every pairing of a ladder dir and write ratings.json.
 
     When the anchor played no game, the ratings are relative to `fallback_anchor` at 0, reported with
-    "anchored": false; by default the strongest-named fixed opponent in the pool (GNU Go's highest level,
+    "anchored": false and the anchor that played none as "scale_anchor"; by default the strongest-named fixed opponent in the pool (GNU Go's highest level,
     else the most rollouts), which means the same player in every ladder, else the first pairing's player a.
     """
     records = read_pairings(ladder_dir)
@@ -401,13 +401,13 @@ def fit_dir(ladder_dir: str | Path, anchor: tuple[str, float] = DEFAULT_ANCHOR,
                        key=lambda n: (n.startswith("gnugo"), int(re.sub(r"\D", "", n) or 0)))
         fallback_anchor = fixed[-1] if fixed else records[0]["a"]
     pairs = [Pairing(r["a"], r["b"], r["wins"], r["losses"], r["draws"]) for r in records]
-    anchored = True
+    reference = {"player": anchor[0], "elo": anchor[1], "anchored": True}
     ratings = fit_ratings(pairs, anchor)
     if not ratings and fallback_anchor:
-        anchored, anchor = False, (fallback_anchor, 0.0)
-        ratings = fit_ratings(pairs, anchor)
+        reference = {"player": fallback_anchor, "elo": 0.0, "anchored": False, "scale_anchor": anchor[0]}
+        ratings = fit_ratings(pairs, (fallback_anchor, 0.0))
     out = {
-        "anchor": {"player": anchor[0], "elo": anchor[1], "anchored": anchored},
+        "anchor": reference,
         "method": "maximum-likelihood Bradley-Terry over all pairings, draws half, one virtual draw per pair; "
                   "95% intervals from the observed information",
         "pairings": len(records),
@@ -416,6 +416,16 @@ def fit_dir(ladder_dir: str | Path, anchor: tuple[str, float] = DEFAULT_ANCHOR,
     }
     atomic_write_text(Path(ladder_dir) / "ratings.json", json.dumps(out, indent=1) + "\n")
     return out
+
+
+def scale_text(anchor: dict) -> str:
+    """What a fit's ratings are relative to, for a title or an axis: "(gnugo-l1 = 0)", or where the scale's
+    anchor played no game, "relative to gnugo-l10 = 0 (no game against gnugo-l1, the scale's anchor)"."""
+    if anchor["anchored"]:
+        return f"({anchor['player']} = {anchor['elo']:g})"
+    missing = anchor.get("scale_anchor")  # absent from the ratings.json of fits before it was recorded
+    return (f"relative to {anchor['player']} = {anchor['elo']:g} "
+            f"(no game against {missing + ', ' if missing else ''}the scale's anchor)")
 
 
 def table(fitted: dict, records: list[dict]) -> list[dict]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zero.ladder import is_fixed_opponent
+from zero.ladder import is_fixed_opponent, scale_text
 from zero.pairings import read_players
 
 
@@ -37,9 +37,7 @@ def plot_dir(ladder_dir: str | Path, fitted: dict, out: str | Path | None = None
             ax.axhline(ratings[name]["elo"], color=f"C{i + 1}", ls="--", lw=1, label=name)
         ax.set_xlabel(label)
         ax.grid(alpha=0.3)
-    anchor = fitted["anchor"]
-    axes[0].set_ylabel(f"Elo ({anchor['player']} = {anchor['elo']:g})" if anchor["anchored"]
-                       else f"Elo relative to {anchor['player']} (no anchor games)")
+    axes[0].set_ylabel(f"Elo {scale_text(fitted['anchor'])}", fontsize=None if fitted["anchor"]["anchored"] else 8)
     axes[1].legend(loc="best", fontsize=8)
     fig.suptitle(title or f"zero ladder: {fitted['games']} games in {fitted['pairings']} pairings")
     fig.tight_layout()
@@ -63,8 +61,7 @@ def _plot_pool(fitted: dict, out: str | Path, title: str = "") -> Path:
                     (r["elo"], i), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
     ax.set_yticks(range(len(names)), names)
     ax.set_ylim(-0.6, len(names) - 0.2)
-    ax.set_xlabel(f"Elo ({anchor['player']} = {anchor['elo']:g})" if anchor["anchored"]
-                  else f"Elo relative to {anchor['player']} (95% intervals)")
+    ax.set_xlabel(f"Elo {scale_text(anchor)}, 95% intervals")
     ax.grid(alpha=0.3, axis="x")
     ax.set_title(title or f"zero ladder: {', '.join(reversed(names))}: {fitted['games']} games", fontsize=10)
     fig.tight_layout()
