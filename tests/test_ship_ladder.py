@@ -72,7 +72,8 @@ def test_the_command_records_the_shipped_champions_committed_ladder(tmp_path, ca
     models = tmp_path / "models"
     shutil.copytree(repo / "models", models)
     lineage = json.loads((models / "go-9.json").read_text())
-    source = repo / lineage["ladder"]["source"]
+    source = tmp_path / "ladder"  # a copy: shipping fits the directory again and writes its ratings.json
+    shutil.copytree(repo / lineage["ladder"]["source"], source)
     mine = [r for r in read_pairings(source) if r.get("a_sha256") == lineage["sha256"]]
     assert mine, f"{source}: no pairing of the shipped champion"
     lineage["ladder"] = None
