@@ -15,6 +15,7 @@ The history file (paths relative to it):
     rename: {fast-g11: g11}             # ladder names that denote a champion under another name
     champions:                          # in shipping order
       - {name: g11, core_hours: 3.46, shipped: 7dd2eb2}
+      - {name: g12, core_hours: 3.90}   # no `shipped`: a candidate matched and laddered, not shipped
     matches:                            # a's wins and losses against b in `file`
       - {a: g13, b: g11, file: ../go-9-g13-vs-g11/match.json}
     ladders: [../go-9-g13-gnugo]        # every pairing between champions or fixed opponents is used
@@ -142,10 +143,13 @@ def plot(fitted: dict, out: Path, title: str = "") -> Path:
     plt = _pyplot()
     rated = [c for c in fitted["champions"] if c["elo"] is not None]
     fig, ax = plt.subplots(figsize=(8, 5))
-    x = [c["core_hours"] for c in rated]
-    y = [c["elo"] for c in rated]
-    ax.errorbar(x, y, yerr=[[c["elo"] - c["elo_low"] for c in rated], [c["elo_high"] - c["elo"] for c in rated]],
-                fmt="o-", capsize=3, color="C0", label="shipped champion (95% interval)")
+    for kept, style, label in ((True, {"fmt": "o-"}, "shipped champion (95% interval)"),
+                               (False, {"fmt": "o", "mfc": "white"}, "matched and laddered, not shipped")):
+        some = [c for c in rated if bool(c["shipped"]) == kept]
+        if some:
+            ax.errorbar([c["core_hours"] for c in some], [c["elo"] for c in some], capsize=3, color="C0", label=label,
+                        yerr=[[c["elo"] - c["elo_low"] for c in some], [c["elo_high"] - c["elo"] for c in some]],
+                        **style)
     for c in rated:
         label = c["name"] + (f" (+{c['gpu_hours']:.2f} GPU-h)" if c["gpu_hours"] else "")
         ax.annotate(label, (c["core_hours"], c["elo"]), textcoords="offset points", xytext=(4, -12), fontsize=8)
@@ -166,7 +170,8 @@ def table_md(fitted: dict) -> str:
              "| --- | --- | --- | --- | --- |"]
     for c in fitted["champions"]:
         elo = "not connected" if c["elo"] is None else f"{c['elo']:+.0f} [{c['elo_low']:+.0f}, {c['elo_high']:+.0f}]"
-        lines.append(f"| {c['name']} | {c['core_hours']:.2f} | {c['gpu_hours']:.2f} | {elo} | {c['games']} |")
+        name = c["name"] if c["shipped"] else f"{c['name']} (not shipped)"
+        lines.append(f"| {name} | {c['core_hours']:.2f} | {c['gpu_hours']:.2f} | {elo} | {c['games']} |")
     return "\n".join(lines)
 
 

@@ -331,7 +331,8 @@ def line_fits(root: Path) -> list[str]:
         tag = _tag_of(ratings.parent)
         game = "go" if tag.startswith("go-") else "gomoku"
         fitted = on_scale(_read(ratings), game)
-        out.append(f"{line_label(tag)}, every shipped champion in one fit over {fitted['games']:,} games "
+        out.append(f"{line_label(tag)}, every shipped champion (and the candidates laddered beside them) in one fit "
+                   f"over {fitted['games']:,} games "
                    f"(`python -m flows.history docs/strength/{ratings.parent.name}/history.yaml`):\n\n"
                    + table_md(fitted))
     return out
