@@ -390,8 +390,9 @@ def fit_dir(ladder_dir: str | Path, anchor: tuple[str, float] = DEFAULT_ANCHOR,
     """Fit ratings over every pairing of a ladder dir and write ratings.json.
 
     When the anchor played no game, the ratings are relative to `fallback_anchor` at 0, reported with
-    "anchored": false and the anchor that played none as "scale_anchor"; by default the strongest-named fixed opponent in the pool (GNU Go's highest level,
-    else the most rollouts), which means the same player in every ladder, else the first pairing's player a.
+    "anchored": false and the anchor that played none as "scale_anchor"; by default the strongest-named fixed
+    opponent in the pool (GNU Go's highest level, else the most rollouts), which means the same player in every
+    ladder, else the first pairing's player a.
     """
     records = read_pairings(ladder_dir)
     if not records:
