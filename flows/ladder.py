@@ -100,7 +100,7 @@ def ladder_match_task(params_json: str, a: str, b: str, a_name: str, b_name: str
     started = time.time()
     log = get_run_logger()
     with StepProgress(f"ladder: {a_name} against {b_name} ({label})", games,
-                      key=f"ladder-{a_name}-{b_name}-{label}") as report:
+                      key=f"ladder-{a_name}-{b_name}-{label}", at_once=lad.concurrent_games) as report:
         rec = play_pairing(params, a, b, games, seed, lad.visits, out_dir, a_name, b_name, label,
                            lad.concurrent_games, lad.opening_moves, lad.gnugo, progress=report)
     log.info("ladder: %s against %s: %d-%d-%d in %.0f s", a_name, b_name, rec["wins"], rec["losses"], rec["draws"],

@@ -51,7 +51,7 @@ class StepProgress(ProgressLines):
     log, a heartbeat, and a Prefect progress artifact.
 
     Args:
-        label, total, unit, every, clock: as zero.progress.ProgressLines.
+        label, total, unit, every, clock, at_once: as zero.progress.ProgressLines.
         emit: where a line goes (a function of one string); default: the run logger's info.
         key: the Prefect progress artifact's key (lowercase letters, digits, dashes; sanitised).
         artifact: keep a progress artifact; default: only inside a Prefect run.
@@ -59,8 +59,9 @@ class StepProgress(ProgressLines):
     """
 
     def __init__(self, label: str, total: int, unit: str = "games", every: float = EVERY_S, clock=time.monotonic,
-                 emit=None, key: str | None = None, artifact: bool | None = None, heartbeat: bool = True):
-        super().__init__(label, total, unit, every, clock, emit or run_logger().info)
+                 emit=None, key: str | None = None, artifact: bool | None = None, heartbeat: bool = True,
+                 at_once: int = 1):
+        super().__init__(label, total, unit, every, clock, emit or run_logger().info, at_once)
         self.key = re.sub(r"[^a-z0-9-]+", "-", key.lower()).strip("-") if key else None
         self.artifact = prefect_run_active() if artifact is None else artifact
         self.heartbeat = heartbeat

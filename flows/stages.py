@@ -218,7 +218,7 @@ def selfplay_shard(gen: Generation, k: int, load_network=None) -> dict:
         share_cores(params.selfplay.threads, params.pipeline.selfplay_shards)
         tmp_sgf = _fresh_dir(sgf)
         with StepProgress(f"{gen.key} self-play shard {k}", params.selfplay.games_per_shard,
-                          key=f"{gen.key}-selfplay-{k}") as report:
+                          key=f"{gen.key}-selfplay-{k}", at_once=params.selfplay.concurrent_games) as report:
             played = play_shard(params, gen.prev.champion, out, seed, sgf_dir=tmp_sgf, progress=report,
                                 load_network=load_network)
         _publish_dir(tmp_sgf, sgf)
@@ -425,7 +425,8 @@ def gate_part(gen: Generation, j: int) -> dict:
     cpu0 = stage_cpu_seconds()
     tmp_sgf = _fresh_dir(sgf)
     stop = GateTallies(gen, j, len(counts), params.gate.games, params.gate.threshold) if params.gate.sequential else None
-    with StepProgress(f"{gen.key} gate part {j}", counts[j], key=f"{gen.key}-gate-{j}") as report:
+    with StepProgress(f"{gen.key} gate part {j}", counts[j], key=f"{gen.key}-gate-{j}",
+                      at_once=params.gate.concurrent_games) as report:
         result = play_match(
             params, str(gen.candidate), str(gen.prev.champion), counts[j], seed, sgf_dir=tmp_sgf,
             first_index=sum(counts[:j]), progress=report, stop=stop,

@@ -42,6 +42,28 @@ def test_a_line_at_the_start_at_most_once_a_minute_and_at_the_end():
     assert lines[4] == "go-9-g0003 gate part 0: 10/10 games (100%), 300 positions, 1.2 positions/s, done in 4m10s"
 
 
+def test_games_played_together_do_not_read_as_one_at_a_time():
+    """Ten games at once, each about 2 minutes: the first to end must not make 199 more look like 199 x 2
+    minutes. Until ten have ended the games in flight count as ending now; after, the rate is the games'."""
+    from zero.progress import ProgressLines
+
+    clock, lines = FakeClock(), []
+    report = ProgressLines("g1 against gnugo-l10", 200, clock=clock, emit=lines.append, at_once=10, every=0)
+    clock.t += 120
+    report(1, 200, positions=80)
+    assert lines[-1].endswith("ETA 39m48s, 2m00s elapsed")  # 199 games at ten per 120 s, not 6h38m
+    clock.t += 20
+    report(10, 200, positions=800)
+    assert lines[-1].endswith("ETA 44m20s, 2m20s elapsed")  # ten ended in 140 s: 190 more
+    clock.t += 140
+    report(20, 200, positions=1600)
+    assert lines[-1].endswith("ETA 42m00s, 4m40s elapsed")  # 20 in 280 s: the games' own rate from here
+    short = ProgressLines("g1 against gnugo-l10", 4, clock=clock, emit=lines.append, at_once=10, every=0)
+    clock.t += 60
+    short(1, 4, positions=80)  # four games in all: four in flight, not ten
+    assert lines[-1].endswith("ETA 45s, 1m00s elapsed")
+
+
 def test_the_heartbeat_speaks_when_no_game_ends_for_a_minute():
     report, clock, lines = reporter(200)
     with report:

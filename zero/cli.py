@@ -222,18 +222,19 @@ def _player_params(args, params, model: str | None, measured_visits: bool = True
 _PROGRESS_EVERY = 60.0  # seconds between the plain progress lines where stderr is no terminal
 
 
-def _progress(total: int, label: str, unit: str = "games"):
+def _progress(total: int, label: str, unit: str = "games", at_once: int = 1):
     """A rich progress bar on stderr and a tick that advances it, or zero.progress's lines where stderr is no
     terminal (a log file, nohup): at most one every `_PROGRESS_EVERY` seconds, with rate and ETA, so a long
     match or ladder is never silent in its log.
 
     The tick takes the library's progress arguments (games_done, total, positions) and shows games_done (a
     resumed ladder pairing starts from the games it carried over); called with none it advances by one.
+    `at_once`: the games played at the same time, for the lines' ETA (zero.progress.ProgressLines).
     """
     if not sys.stderr.isatty():
         from zero.progress import ProgressLines
 
-        lines = ProgressLines(label, total, unit, every=_PROGRESS_EVERY)
+        lines = ProgressLines(label, total, unit, every=_PROGRESS_EVERY, at_once=at_once)
         return lines, lines
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -267,7 +268,7 @@ def cmd_selfplay(args) -> int:
     params = _params(args)
     _check_model(params, make_game(params.game), args.model)
     games = args.games if args.games is not None else params.selfplay.games_per_shard
-    bar, tick = _progress(games, "self-play")
+    bar, tick = _progress(games, "self-play", at_once=params.selfplay.concurrent_games)
     with bar:
         summary = play_shard(params, args.model, args.out, args.seed, games, args.sgf_dir, progress=tick)
     summary["kernels"] = kernel_compiles()  # compiled inside this run: none after `zero warmup`
@@ -329,7 +330,7 @@ def cmd_match(args) -> int:
     if need > MAX_TREE_BYTES:
         raise UsageError(f"--visits {visits} (or mcts:N) with {at_once} games at once on {params.game.tag} needs "
                          f"{need / 2**30:.1f} GiB of search trees, more than the {MAX_TREE_BYTES / 2**30:.0f} GiB limit")
-    bar, tick = _progress(games, "match")
+    bar, tick = _progress(games, "match", at_once=1 if args.sequential else at_once)
     with bar:
         result = play_match(params, args.a, args.b, games, args.seed, args.sgf_dir, args.visits,
                             sequential=args.sequential, progress=tick, names=(args.a_name, args.b_name))
@@ -461,7 +462,7 @@ def _ladder_match(params, a: str, b: str, a_name: str | None, games: int, seed: 
     cfg = params.ladder
     pairing = f"{a_name or ladder.opponent_name(a)} against {ladder.opponent_name(b)}"
     print(f"{pairing}: {games} games ({label})", file=sys.stderr)
-    bar, tick = _progress(games, pairing)
+    bar, tick = _progress(games, pairing, at_once=cfg.concurrent_games)
     with bar:
         rec = ladder.play_pairing(params, a, b, games, seed, cfg.visits, out, a_name, None, label,
                                   cfg.concurrent_games, cfg.opening_moves, cfg.gnugo, progress=tick, extra=extra)

@@ -42,12 +42,15 @@ class ProgressLines:
         every: seconds between lines at most (the first and last line aside).
         clock: time source in seconds (tests pass a fake one).
         emit: where a line goes (a function of one string); default: stderr.
+        at_once: games played at the same time. Until that many have ended, the rate counts the games in
+            flight as if they ended now, so the first game of ten played together does not read as a tenth of
+            the rate (an ETA ten times too long).
     """
 
     def __init__(self, label: str, total: int, unit: str = "games", every: float = EVERY_S, clock=time.monotonic,
-                 emit=to_stderr):
+                 emit=to_stderr, at_once: int = 1):
         self.label, self.total, self.unit, self.every, self.clock = label, max(0, int(total)), unit, every, clock
-        self.emit = emit
+        self.emit, self.at_once = emit, max(1, int(at_once))
         self.done, self.positions = 0, None
         self.carried = 0  # games done before this run (a resumed ladder pairing's): not in the rate or the ETA
         self.started = self.last_line = clock()
@@ -94,7 +97,8 @@ class ProgressLines:
             parts = [f"{self.total} {self.unit} to play" if self.unit == "games" else f"{self.total} {self.unit} to run"]
         else:
             played = self.done - self.carried
-            eta = duration(elapsed / played * (self.total - self.done)) if played > 0 else "unknown"
+            ending = max(played, min(self.at_once, self.total - self.carried))  # the games in flight at the start
+            eta = duration(elapsed / ending * (self.total - self.done)) if played > 0 else "unknown"
             parts.append(f"ETA {eta}, {duration(elapsed)} elapsed")
         return f"{self.label}: " + ", ".join(parts)
 
