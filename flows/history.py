@@ -150,18 +150,47 @@ def plot(fitted: dict, out: Path, title: str = "") -> Path:
             ax.errorbar([c["core_hours"] for c in some], [c["elo"] for c in some], capsize=3, color="C0", label=label,
                         yerr=[[c["elo"] - c["elo_low"] for c in some], [c["elo_high"] - c["elo"] for c in some]],
                         **style)
-    for c in rated:
-        label = c["name"] + (f" (+{c['gpu_hours']:.2f} GPU-h)" if c["gpu_hours"] else "")
-        ax.annotate(label, (c["core_hours"], c["elo"]), textcoords="offset points", xytext=(4, -12), fontsize=8)
     for j, (name, r) in enumerate(sorted(fitted["opponents"].items(), key=lambda kv: kv[1]["elo"])):
         ax.axhline(r["elo"], color=f"C{j + 1}", ls="--", lw=1, label=name)
     a = fitted["anchor"]
-    ax.set_xlabel("compute in the champion's lineage (core-hours; GPU-hours named beside a champion)")
+    ax.set_xlabel("compute in the champion's lineage (core-hours; GPU-hours named where they change)")
     ax.set_ylabel(f"Elo ({a['player']} = {a['elo']:g})")
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     ax.set_title(title or f"{len(rated)} champions, {fitted['games']} games", fontsize=10)
+    label_points(fig, ax, rated)
     return _save(fig, plt, out)
+
+
+def label_points(fig, ax, rated: list[dict]) -> list[str]:
+    """Name the champions whose labels fit: the newest shipped first, then the newest, then those whose GPU-hours
+    differ from the champion's before (the label says so), then the shipped, then the rest, newest first. A
+    label goes below right of its point, else above right, else below left; where each would overlap a label
+    already drawn or another champion's point, it is left out. Returns the labels drawn."""
+    renderer = fig.canvas.get_renderer()
+    ax.get_xlim(), ax.get_ylim()  # settle the autoscaled limits before placing text by them
+    points = [ax.transData.transform((c["core_hours"], c["elo"])) for c in rated]
+    texts = {}
+    for i, c in enumerate(rated):
+        gpu = c["gpu_hours"] != (rated[i - 1]["gpu_hours"] if i else 0.0)
+        texts[i] = c["name"] + (f" (+{c['gpu_hours']:.2f} GPU-h from here)" if gpu else "")
+    shipped = [i for i, c in enumerate(rated) if c["shipped"]]
+    first = {shipped[-1] if shipped else len(rated) - 1, len(rated) - 1}
+    order = sorted(range(len(rated)), key=lambda i: (i not in first, " GPU-h" not in texts[i],
+                                                     not rated[i]["shipped"], -i))
+    placed, drawn = [], []
+    for i in order:
+        for offset, align in (((4, -12), "left"), ((4, 6), "left"), ((-4, -12), "right")):
+            note = ax.annotate(texts[i], (rated[i]["core_hours"], rated[i]["elo"]), textcoords="offset points",
+                               xytext=offset, ha=align, fontsize=8)
+            box = note.get_window_extent(renderer).expanded(1.05, 1.1)
+            if not (any(box.contains(x, y) for j, (x, y) in enumerate(points) if j != i)
+                    or any(box.overlaps(other) for other in placed)):
+                placed.append(box)
+                drawn.append(texts[i])
+                break
+            note.remove()
+    return drawn
 
 
 def table_md(fitted: dict) -> str:

@@ -55,6 +55,31 @@ def test_fit_rates_every_champion_through_the_chain_and_writes_the_table_and_plo
     assert "| b (not shipped) | 2.00 |" in table  # a champion with no commit that shipped it
 
 
+def _labelled(champions: list[dict]) -> list[str]:
+    plt = history._pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5))
+    ax.plot([c["core_hours"] for c in champions], [c["elo"] for c in champions], "o")
+    try:
+        return history.label_points(fig, ax, champions)
+    finally:
+        plt.close(fig)
+
+
+def test_crowded_champions_are_labelled_newest_shipped_first_and_never_over_each_other():
+    def champ(i, elo, shipped="abc", gpu=0.0, hours=None):
+        return {"name": f"g{i}", "core_hours": float(i if hours is None else hours), "elo": elo, "gpu_hours": gpu,
+                "shipped": shipped}
+    # a far first champion, then twenty on a plateau half a core-hour apart: their labels cannot all fit
+    plateau = [champ(i, 500.0 + i, gpu=0.18 if i >= 5 else 0.0, hours=80 + i / 2) for i in range(2, 21)]
+    crowded = [champ(1, -1500.0), *plateau, champ(21, 520.0, "", gpu=0.18, hours=90.5)]
+    drawn = _labelled(crowded)
+    assert drawn[:3] == ["g20", "g21", "g5 (+0.18 GPU-h from here)"]  # newest shipped, newest, where GPU-hours change
+    assert 3 < len(drawn) < 21 and len(set(drawn)) == len(drawn)
+    # far apart, every champion is labelled and only the first to use the GPU names it
+    apart = [champ(1, 0.0), champ(50, 1000.0, gpu=0.5), champ(100, 2000.0, gpu=0.5)]
+    assert sorted(_labelled(apart)) == ["g1", "g100", "g50 (+0.50 GPU-h from here)"]
+
+
 def test_a_champion_no_game_reaches_is_listed_unrated(tmp_path):
     fitted = history.fit(history.load(_line(tmp_path, champions=[
         {"name": "a", "core_hours": 1.0}, {"name": "b", "core_hours": 2.0}, {"name": "c", "core_hours": 3.5},
