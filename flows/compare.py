@@ -270,7 +270,8 @@ def table_md(summary: dict) -> str:
         lines.append(f"At {summary['common_hours']:.2f} core-hours, the compute every line reached: {at} "
                      f"(Elo interpolated between rated networks).")
     a = summary["anchor"]
-    lines.append(f"Ratings: {summary['games']:,} games in {summary['pairings']} pairings, {a['player']} = {a['elo']:g}.")
+    lines.append(f"Ratings: {summary['games']:,} games in {summary['pairings']} pairings, "
+                 f"{a['player']} = {a['elo']:g}.")
     return "\n".join(lines) + "\n"
 
 

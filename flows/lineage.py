@@ -58,7 +58,8 @@ def dvc(root: str | Path, *args: str, check: bool = True) -> subprocess.Complete
         [_bin("dvc"), *args], cwd=root, env=dvc_env(), capture_output=True, text=True, stdin=subprocess.DEVNULL
     )
     if check and proc.returncode != 0:
-        raise LineageError(f"dvc {' '.join(args)} failed in {root} (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
+        raise LineageError(f"dvc {' '.join(args)} failed in {root} (exit {proc.returncode}):\n"
+                           f"{proc.stdout}{proc.stderr}")
     return proc
 
 

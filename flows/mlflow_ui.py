@@ -12,8 +12,8 @@ This app is MLflow's (`mlflow.server.fastapi_app`, every route as is) with one c
 (index.html) sets those keys before the UI starts. The view is set only where the browser has none
 (a person's own choice in the UI's switch stands); the notice is dismissed only when telemetry is off
 (MLFLOW_DISABLE_TELEMETRY), where it would be untrue. The assistant's panel, which opened by itself
-on a first visit over a third of the runs list, stays closed until its button is clicked. It is the `mlflow.app` entry point `zero`
-(pyproject.toml): `mlflow server --app-name zero`.
+on a first visit over a third of the runs list, stays closed until its button is clicked. It is the
+`mlflow.app` entry point `zero` (pyproject.toml): `mlflow server --app-name zero`.
 """
 
 from __future__ import annotations

@@ -424,7 +424,8 @@ def gate_part(gen: Generation, j: int) -> dict:
     share_cores(params.gate.threads, params.pipeline.gate_shards)
     cpu0 = stage_cpu_seconds()
     tmp_sgf = _fresh_dir(sgf)
-    stop = GateTallies(gen, j, len(counts), params.gate.games, params.gate.threshold) if params.gate.sequential else None
+    stop = (GateTallies(gen, j, len(counts), params.gate.games, params.gate.threshold)
+            if params.gate.sequential else None)
     with StepProgress(f"{gen.key} gate part {j}", counts[j], key=f"{gen.key}-gate-{j}",
                       at_once=params.gate.concurrent_games) as report:
         result = play_match(

@@ -526,7 +526,8 @@ def register_candidate(tracker: Tracker, gen, run_id: str, facts: GenerationFact
     Finishes the generation's run. Returns (the candidate's version, the champion's version after it).
     """
     tags = version_tags(facts, run_id, candidate_sha, lock_sha, gate, data)
-    version = tracker.register(run_id, tags, description=f"{gen.key}: candidate trained on {len(data['hashes'])} generation(s)")
+    described = f"{gen.key}: candidate trained on {len(data['hashes'])} generation(s)"
+    version = tracker.register(run_id, tags, description=described)
     if gate.get("promoted", gate["passed"]):
         how = "passed the gate (" if gate["passed"] else "promoted without passing (gate.promote: always; "
         tracker.promote(version.version, f"generation {gen.g}: {how}{tags[f'{TAG}gate']})")

@@ -203,8 +203,8 @@ def measure_processes(params, model, processes: int, threads: int, seconds: floa
             **{k: round(v, 3 if "share" in k else 1) for k, v in total.items()}}
 
 
-KERNEL_MODULES = ("zero.mcts", "zero.tree", "zero.tree_walk", "zero.engine", "zero.virtual_loss", "zero.games.go_kernels",
-                  "zero.games.gomoku")
+KERNEL_MODULES = ("zero.mcts", "zero.tree", "zero.tree_walk", "zero.engine", "zero.virtual_loss",
+                  "zero.games.go_kernels", "zero.games.gomoku")
 WARM_UP_VISITS = 4
 
 
@@ -433,7 +433,8 @@ def run_bench(params, seconds: float = 20.0, concurrent: int = 128, visits: int 
         for games in scan_games or [concurrent]:
             set_threads(threads)
             scanned = params.model_copy(update={"selfplay": sp.model_copy(update={"concurrent_games": games})})
-            got = measure_selfplay(game, scanned, _evaluator(net, sym, device, sp, params.mcts), seconds / 4, warmup=seconds / 16)
+            evaluator = _evaluator(net, sym, device, sp, params.mcts)
+            got = measure_selfplay(game, scanned, evaluator, seconds / 4, warmup=seconds / 16)
             got.pop("steady_seconds", None)
             scan.append({"threads": threads, "numba_threads": numba.get_num_threads(), "concurrent_games": games,
                          **{k: round(v, 3 if "share" in k else 1) for k, v in got.items()}})

@@ -305,7 +305,8 @@ def _match_params(args):
         if getattr(args, side) == "shipped":
             shipped = shipped_model(params)
             if shipped is None:
-                raise UsageError(f"--{side} shipped: no champion is shipped for {params.game.tag} (models/{params.game.tag}.pt)")
+                tag = params.game.tag
+                raise UsageError(f"--{side} shipped: no champion is shipped for {tag} (models/{tag}.pt)")
             print(f"zero: --{side} is the shipped champion {shipped}", file=sys.stderr)
             setattr(args, side, str(shipped))
     networks = [spec for spec in (args.a, args.b) if lineage_of(_network_file(spec))]
@@ -329,7 +330,8 @@ def cmd_match(args) -> int:
     need = sum(tree_bytes(params.game, at_once, visits if v < 0 else v) for v in uses if v)
     if need > MAX_TREE_BYTES:
         raise UsageError(f"--visits {visits} (or mcts:N) with {at_once} games at once on {params.game.tag} needs "
-                         f"{need / 2**30:.1f} GiB of search trees, more than the {MAX_TREE_BYTES / 2**30:.0f} GiB limit")
+                         f"{need / 2**30:.1f} GiB of search trees, more than the "
+                         f"{MAX_TREE_BYTES / 2**30:.0f} GiB limit")
     bar, tick = _progress(games, "match", at_once=1 if args.sequential else at_once)
     with bar:
         result = play_match(params, args.a, args.b, games, args.seed, args.sgf_dir, args.visits,
@@ -418,7 +420,8 @@ def cmd_ladder(args) -> int:
                 if spec.startswith(("gnugo:", "pachi:")):
                     if params.game.name != "go":
                         engine = "GNU Go" if spec.startswith("gnugo:") else "Pachi"
-                        raise UsageError(f"opponent {spec!r}: {engine} plays Go, but the params are for {params.game.tag}")
+                        raise UsageError(f"opponent {spec!r}: {engine} plays Go, "
+                                         f"but the params are for {params.game.tag}")
                     ladder.player_spec(spec, cfg.gnugo)
                 else:
                     _check_player(params, make_game(params.game), spec)

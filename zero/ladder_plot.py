@@ -25,7 +25,8 @@ def plot_dir(ladder_dir: str | Path, fitted: dict, out: str | Path | None = None
     fixed = [name for name in ratings if name not in players]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
     for ax, key, label in ((axes[0], "generation", "generation"),
-                           (axes[1], "compute_hours", "cumulative compute of the line (core-hours: the pipeline's wall time x its cores)")):
+                           (axes[1], "compute_hours",
+                            "cumulative compute of the line (core-hours: the pipeline's wall time x its cores)")):
         xs = [players[n].get(key) if key != "generation" else g for g, n in gens]
         pts = [(x, ratings[n]) for x, (g, n) in zip(xs, gens) if x is not None]
         if pts:

@@ -421,5 +421,6 @@ class Search:
                 now = noise_pending & t.expanded[slots, 0]
                 if now.any():
                     idx = np.flatnonzero(now)
-                    add_dirichlet_noise(t, slots[idx], [noise_rngs[i] for i in idx], c.dirichlet_weight, c.dirichlet_alpha)
+                    add_dirichlet_noise(t, slots[idx], [noise_rngs[i] for i in idx], c.dirichlet_weight,
+                                        c.dirichlet_alpha)
                     noise_pending &= ~now

@@ -424,7 +424,8 @@ def check_network_fits(net: ZeroNet, game, path, params_tag: str, checkpoint_gam
         if switch is not None and getattr(game, "liberty_planes", False) != (switch == "true"):
             raise CheckpointError(
                 f"{path}: the checkpoint's network takes {c.in_planes} input planes, the params' game gives "
-                f"{game.num_planes}: it was trained with game.liberty_planes: {switch} (--set game.liberty_planes={switch})")
+                f"{game.num_planes}: it was trained with game.liberty_planes: {switch} "
+                f"(--set game.liberty_planes={switch})")
     raise CheckpointError(
         f"{path}: the checkpoint's network is for {kind}a {c.height}x{c.width} board with {c.in_planes} input "
         f"planes and {c.num_actions} actions, but the params are for {params_tag}, a {game.height}x{game.width} "

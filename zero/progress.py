@@ -94,7 +94,7 @@ class ProgressLines:
         if state in ("done", "stopped"):
             parts.append(f"{state} in {duration(elapsed)}")
         elif state == "started":
-            parts = [f"{self.total} {self.unit} to play" if self.unit == "games" else f"{self.total} {self.unit} to run"]
+            parts = [f"{self.total} {self.unit} to {'play' if self.unit == 'games' else 'run'}"]
         else:
             played = self.done - self.carried
             ending = max(played, min(self.at_once, self.total - self.carried))  # the games in flight at the start

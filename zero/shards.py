@@ -104,7 +104,8 @@ def write_shard(path: str | Path, shard: Shard) -> str:
     members = [("header.npy", _npy_bytes(np.frombuffer(json.dumps(shard.header, sort_keys=True).encode(), np.uint8)))]
     present = [name for name in AUX_ARRAYS if getattr(shard, name) is not None]
     if present and len(present) != len(AUX_ARRAYS):
-        raise ShardError(f"{path}: auxiliary targets need all of {', '.join(AUX_ARRAYS)}, got only {', '.join(present)}")
+        raise ShardError(f"{path}: auxiliary targets need all of {', '.join(AUX_ARRAYS)}, "
+                         f"got only {', '.join(present)}")
     arrays = {**_ARRAYS, **(AUX_ARRAYS if present else {})}
     for name, dtype in arrays.items():
         members.append((f"{name}.npy", _npy_bytes(np.asarray(getattr(shard, name), dtype=dtype))))

@@ -172,7 +172,8 @@ def _objective(losses: dict, cfg) -> torch.Tensor:
     losses when the batch had their targets."""
     objective = losses["policy_loss"] + losses["value_loss"]
     if "ownership_loss" in losses:
-        objective = objective + cfg.ownership_weight * losses["ownership_loss"] + cfg.score_weight * losses["score_loss"]
+        objective = (objective + cfg.ownership_weight * losses["ownership_loss"]
+                     + cfg.score_weight * losses["score_loss"])
     return objective
 
 
@@ -181,7 +182,8 @@ def measure_training(net, cfg, seconds: float, seed: int = 0) -> dict:
     channels_last, gradient clip, device; torch threads as set by the caller), in whole steps as `train` takes
     them (`_step`, read every READ_EVERY steps) on a window of random positions and targets, the auxiliary
     ones too when the network has their heads. The network is trained in place (pass a copy). A warm-up step
-    (with train.cuda_graph on CUDA, the graph's warm-up and capture) is not timed; `minibatch_ms` is the part of a step spent drawing its minibatch (`_minibatch`)."""
+    (with train.cuda_graph on CUDA, the graph's warm-up and capture) is not timed; `minibatch_ms` is the part of a
+    step spent drawing its minibatch (`_minibatch`)."""
     device = pick_device(cfg.device)
     layout = _layout(cfg)
     model = _Model(net=net.to(device).to(memory_format=layout).train(), device=device, amp=_bf16(cfg, device),

@@ -133,7 +133,8 @@ def load_window(
         hw = plane_shape[1] * plane_shape[2]
         filled = [p[4] or (np.zeros((len(p[2]), hw), np.int8), np.zeros(len(p[2]), np.float32),
                            np.zeros(len(p[2]), np.bool_)) for p in parts]
-        aux = {name: np.concatenate([f[i] for f in filled]) for i, name in enumerate(("ownership", "score", "aux_mask"))}
+        aux = {name: np.concatenate([f[i] for f in filled])
+               for i, name in enumerate(("ownership", "score", "aux_mask"))}
     return Window(
         planes=np.concatenate([p[0] for p in parts]),
         policy=np.concatenate([p[1] for p in parts]),

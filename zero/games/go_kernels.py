@@ -307,7 +307,8 @@ def play_slot(history, hashes, length, passes, to_play, s, a, zobrist, nbrs):
 @numba.njit(cache=True)
 def slot_score(history, length, s, nbrs, komi):
     nn = history.shape[2]
-    return score(history[s, length[s]], nbrs, komi, np.empty(nn, np.int32), np.zeros(nn, np.int64), np.zeros(1, np.int64))
+    return score(history[s, length[s]], nbrs, komi, np.empty(nn, np.int32), np.zeros(nn, np.int64),
+                 np.zeros(1, np.int64))
 
 
 @numba.njit(cache=True)

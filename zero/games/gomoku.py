@@ -401,5 +401,6 @@ class GomokuPosition(Position):
         return self.render()
 
     def __repr__(self) -> str:
-        head = f"GomokuPosition({self.height}x{self.width}, k={self.k}, to_play={self.to_play:+d}, moves={len(self.moves)})"
+        head = (f"GomokuPosition({self.height}x{self.width}, k={self.k}, to_play={self.to_play:+d}, "
+                f"moves={len(self.moves)})")
         return f"{head}\n{self.render()}"
