@@ -170,14 +170,12 @@ def label_points(fig, ax, rated: list[dict]) -> list[str]:
     renderer = fig.canvas.get_renderer()
     ax.get_xlim(), ax.get_ylim()  # settle the autoscaled limits before placing text by them
     points = [ax.transData.transform((c["core_hours"], c["elo"])) for c in rated]
-    texts = {}
-    for i, c in enumerate(rated):
-        gpu = c["gpu_hours"] != (rated[i - 1]["gpu_hours"] if i else 0.0)
-        texts[i] = c["name"] + (f" (+{c['gpu_hours']:.2f} GPU-h from here)" if gpu else "")
+    gpu_change = [c["gpu_hours"] != (rated[i - 1]["gpu_hours"] if i else 0.0) for i, c in enumerate(rated)]
+    texts = [c["name"] + (f" (+{c['gpu_hours']:.2f} GPU-h from here)" if change else "")
+             for c, change in zip(rated, gpu_change)]
     shipped = [i for i, c in enumerate(rated) if c["shipped"]]
     first = {shipped[-1] if shipped else len(rated) - 1, len(rated) - 1}
-    order = sorted(range(len(rated)), key=lambda i: (i not in first, " GPU-h" not in texts[i],
-                                                     not rated[i]["shipped"], -i))
+    order = sorted(range(len(rated)), key=lambda i: (i not in first, not gpu_change[i], not rated[i]["shipped"], -i))
     placed, drawn = [], []
     for i in order:
         for offset, align in (((4, -12), "left"), ((4, 6), "left"), ((-4, -12), "right")):
