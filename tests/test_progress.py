@@ -189,3 +189,30 @@ def test_zero_match_into_a_log_file_writes_plain_progress_lines(tmp_path):
     assert lines[0] == "match: 4 games to play" and len(lines) == 5, lines
     assert [x.split(",")[0] for x in lines[1:]] == [f"match: {n}/4 games ({25 * n}%)" for n in range(1, 5)]
     assert all("positions/s, ETA " in x for x in lines[1:4]) and " done in " in lines[4]
+
+
+def test_the_terminal_bar_shows_the_same_eta_as_the_lines():
+    """On a terminal `zero` draws a rich bar: it shows games done and, like the plain lines, an ETA that
+    counts the games in flight, and no ETA once done."""
+    import io
+
+    from rich.console import Console
+
+    from zero import progress
+
+    clock = FakeClock()
+    bar, tick = progress.terminal_bar("g1 against gnugo-l10", 200, at_once=10, file=io.StringIO(), clock=clock)
+
+    def shown() -> str:
+        out = io.StringIO()
+        Console(file=out, width=160).print(bar.make_tasks_table(bar.tasks))
+        return out.getvalue()
+
+    assert "0/200" in shown() and "ETA unknown" in shown()
+    clock.t += 120
+    tick(1, 200, 80)
+    assert "1/200" in shown() and "ETA 39m48s" in shown()  # 199 games at ten per 120 s, as the lines say
+    tick()
+    assert "2/200" in shown()
+    tick(200, 200, 16000)
+    assert "200/200" in shown() and "ETA" not in shown()

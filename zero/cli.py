@@ -223,33 +223,21 @@ _PROGRESS_EVERY = 60.0  # seconds between the plain progress lines where stderr 
 
 
 def _progress(total: int, label: str, unit: str = "games", at_once: int = 1):
-    """A rich progress bar on stderr and a tick that advances it, or zero.progress's lines where stderr is no
-    terminal (a log file, nohup): at most one every `_PROGRESS_EVERY` seconds, with rate and ETA, so a long
-    match or ladder is never silent in its log.
+    """Progress on stderr and a tick that advances it: a rich bar with an ETA on a terminal
+    (zero.progress.terminal_bar), or zero.progress's lines where stderr is no terminal (a log file, nohup), at
+    most one every `_PROGRESS_EVERY` seconds, with rate and ETA, so a long match or ladder is never silent in
+    its log.
 
     The tick takes the library's progress arguments (games_done, total, positions) and shows games_done (a
     resumed ladder pairing starts from the games it carried over); called with none it advances by one.
-    `at_once`: the games played at the same time, for the lines' ETA (zero.progress.ProgressLines).
+    `at_once`: the games played at the same time, for the ETA (zero.progress.ProgressLines).
     """
-    if not sys.stderr.isatty():
-        from zero.progress import ProgressLines
+    from zero.progress import ProgressLines, terminal_bar
 
+    if not sys.stderr.isatty():
         lines = ProgressLines(label, total, unit, every=_PROGRESS_EVERY, at_once=at_once)
         return lines, lines
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn(),
-                   transient=False, console=Console(file=sys.stderr))
-    task = bar.add_task(label, total=total)
-
-    def tick(*done) -> None:
-        if done:
-            bar.update(task, completed=done[0])
-        else:
-            bar.advance(task)
-
-    return bar, tick
+    return terminal_bar(label, total, unit, at_once)
 
 
 def cmd_init(args) -> int:

@@ -96,11 +96,19 @@ class ProgressLines:
         elif state == "started":
             parts = [f"{self.total} {self.unit} to {'play' if self.unit == 'games' else 'run'}"]
         else:
-            played = self.done - self.carried
-            ending = max(played, min(self.at_once, self.total - self.carried))  # the games in flight at the start
-            eta = duration(elapsed / ending * (self.total - self.done)) if played > 0 else "unknown"
-            parts.append(f"ETA {eta}, {duration(elapsed)} elapsed")
+            left = self.eta(now)
+            parts.append(f"ETA {duration(left) if left is not None else 'unknown'}, {duration(elapsed)} elapsed")
         return f"{self.label}: " + ", ".join(parts)
+
+    def eta(self, now: float | None = None) -> float | None:
+        """Seconds left at this run's rate so far, or None before its first game (or step) has ended. Until
+        `at_once` games have ended, the games in flight count as ending now."""
+        now = self.clock() if now is None else now
+        played = self.done - self.carried
+        if played <= 0:
+            return None
+        ending = max(played, min(self.at_once, self.total - self.carried))  # the games in flight at the start
+        return max(now - self.started, 1e-9) / ending * max(self.total - self.done, 0)
 
     def _line(self, now: float, state: str = "") -> None:
         self.last_line = now
@@ -109,3 +117,33 @@ class ProgressLines:
     def _say(self, line: str) -> None:
         self.lines += 1
         self.emit(line)
+
+
+def terminal_bar(label: str, total: int, unit: str = "games", at_once: int = 1, file=None, clock=time.monotonic):
+    """A rich progress bar for a terminal, with the same ETA as the plain lines (games in flight counted), and
+    the tick that advances it: tick(games_done, total, positions) as the library calls it, or tick() for one
+    more. Returns (bar, tick); `with bar:` shows it. file: where it draws (default stderr); clock: as
+    ProgressLines's."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+    from rich.text import Text
+
+    lines = ProgressLines(label, total, unit, every=float("inf"), clock=clock, emit=lambda line: None,
+                          at_once=at_once)
+
+    class EtaColumn(ProgressColumn):
+        def render(self, task) -> Text:
+            if task.finished:
+                return Text("")
+            left = lines.eta()
+            return Text(f"ETA {duration(left) if left is not None else 'unknown'}", style="progress.remaining")
+
+    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn(),
+                   EtaColumn(), transient=False, console=Console(file=file or sys.stderr))
+    task = bar.add_task(label, total=total)
+
+    def tick(*done) -> None:
+        lines(*done)
+        bar.update(task, completed=lines.done)
+
+    return bar, tick
