@@ -4,7 +4,6 @@ how it is read back from a generation's record."""
 
 from __future__ import annotations
 
-import os
 import time
 
 
@@ -22,7 +21,9 @@ def compute_record(wall_s: float, gpus: int = 0, cpu_s: float | None = None) -> 
     """The compute of a run of `wall_s` seconds on this machine, `gpus` of its GPUs doing work."""
     import torch
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    from zero.config import usable_cores
+
+    cores = usable_cores()
     out = {"device": "cuda" if gpus else "cpu", "cores": cores, "gpus": gpus, "wall_s": round(wall_s, 1),
            "core_hours": round(wall_s * cores / 3600, 4), "gpu_hours": round(wall_s * gpus / 3600, 4),
            "gpu_name": torch.cuda.get_device_name(0) if gpus else None}

@@ -22,6 +22,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
 from prefect.context import get_run_context
+from prefect.settings import get_current_settings
 from prefect.task_runners import ProcessPoolTaskRunner
 
 from flows import lineage, liveness, stages, standalone
@@ -32,6 +33,7 @@ from flows.layout import Generation, LineBusy, LineError, Workspace, read_json, 
 from flows.request import GenerationRequest
 from flows.ship import ship as ship_line
 from flows.timeline import Timeline
+from zero.config import usable_cores
 from zero.ladder import LadderError
 
 # flows.tracking (mlflow) and flows.actors (ray, an optional extra) are imported in the functions that use
@@ -151,7 +153,16 @@ def _reused(future) -> dict:
 class WarmProcessPoolTaskRunner(ProcessPoolTaskRunner):
     """Prefect's process pool with its workers forked from a server that has imported the stages and this
     module once (stages.worker_context), where Prefect spawns each worker afresh: every generation, each
-    worker would import torch, Prefect and the engine again, seconds of a generation's time."""
+    worker would import torch, Prefect and the engine again, seconds of a generation's time.
+
+    One worker per core this process may use (its affinity; Prefect's own default counts the machine's): a
+    campaign pinned to one core plays its self-play shards in turn, not time-sliced on that core, which lost
+    about an eighth of the positions a second (docs/performance/cpu-2026-11-29). Prefect's
+    `tasks.runner.process_pool_max_workers` setting still rules where it is set."""
+
+    def __init__(self, max_workers: int | None = None, **kwargs):
+        setting = get_current_settings().tasks.runner.process_pool_max_workers
+        super().__init__(max_workers=max_workers or setting or usable_cores(), **kwargs)
 
     def __enter__(self):
         super().__enter__()
@@ -165,7 +176,7 @@ class WarmProcessPoolTaskRunner(ProcessPoolTaskRunner):
         return self
 
 
-# The default runner: one process per core on this machine, no extra services. Workers end with the flow.
+# The default runner: one process per core this process may use, no extra services. Workers end with the flow.
 LOCAL_RUNNER = WarmProcessPoolTaskRunner()
 
 

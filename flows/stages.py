@@ -31,6 +31,7 @@ from pathlib import Path
 from flows.compute import stage_cpu_seconds
 from flows.layout import Generation, derive_seed, read_json, split_counts, write_json
 from flows.progress import StepProgress
+from zero.config import usable_cores
 
 
 def parse_gen_dir(gen_dir: str | Path, root: str | Path = ".") -> Generation:
@@ -51,7 +52,7 @@ def share_cores(threads: int, tasks: int) -> None:
     """Torch threads for one of `tasks` parallel self-play or gate processes.
 
     `threads` > 0 (the params' own setting) is left to the library; 0 splits the
-    machine's cores between the processes that run at once, so they do not
+    cores this process may use (zero.config.usable_cores) between the processes that run at once, so they do not
     oversubscribe it. The flow's tasks and `dvc repro` run the same number of
     processes, so they use the same setting and write the same bytes.
     """
@@ -59,7 +60,7 @@ def share_cores(threads: int, tasks: int) -> None:
         return
     import torch
 
-    cores = os.cpu_count() or 1
+    cores = usable_cores()
     torch.set_num_threads(max(1, cores // max(1, min(tasks, cores))))
 
 
@@ -257,7 +258,7 @@ def selfplay(gen: Generation, workers: int | None = None) -> list[dict]:
 
 
 def _fan_out(fn, gen: Generation, n: int, workers: int | None) -> list[dict]:
-    workers = max(1, min(n, workers or os.cpu_count() or 1))
+    workers = max(1, min(n, workers or usable_cores()))  # a process pinned to one core plays its shards in turn
     if workers == 1:
         return [fn(gen, i) for i in range(n)]
     with ProcessPoolExecutor(workers, mp_context=worker_context(), initializer=started_like_parent,

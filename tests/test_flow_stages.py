@@ -205,3 +205,29 @@ def test_stage_workers_and_their_server_end_when_the_process_that_made_the_pool_
         time.sleep(0.1)
         alive = {p for p in alive if stat(p) and stat(p)[0] != "Z"}
     assert not alive, f"still running after the pool's maker was killed: {alive}"
+
+
+def _pool_size_pinned(cores: set[int], env: dict | None = None, fan_out: bool = True) -> list[int]:
+    """The flow's default runner's workers, and (fan_out) the processes stages' self-play shards ran in, in a
+    process pinned to `cores`."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import os, flows.generation as g, flows.stages as s; print(g.LOCAL_RUNNER._max_workers, "
+              + ("len(set(s._fan_out(lambda gen, i: os.getpid(), None, 4, None))))" if fan_out else "0)"))
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True,
+                         env={**os.environ, **(env or {})}, preexec_fn=lambda: os.sched_setaffinity(0, cores))
+    return [int(x) for x in out.stdout.split()]
+
+
+def test_a_process_pinned_to_one_core_runs_its_tasks_one_at_a_time_not_time_sliced_on_it():
+    """`taskset -c 1 make campaign`: one worker for the flow's tasks, and `dvc repro`'s four self-play shards
+    played in turn in the process itself. Prefect's own setting still rules where it is set."""
+    import os
+
+    one = {sorted(os.sched_getaffinity(0))[0]}
+    assert _pool_size_pinned(one) == [1, 1]
+    assert _pool_size_pinned(one, {"PREFECT_TASKS_RUNNER_PROCESS_POOL_MAX_WORKERS": "3"}, fan_out=False)[0] == 3
+    if os.cpu_count() >= 2:
+        assert _pool_size_pinned(set(range(2)), fan_out=False)[0] == 2

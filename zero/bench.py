@@ -22,11 +22,11 @@ import numba
 import numpy as np
 import torch
 
+from zero.config import usable_cores
 from zero.evaluator import NetworkEvaluator, UniformEvaluator
 from zero.games import make_game
 from zero.games.go import GoGame
-from zero.network import (check_network_fits, init_network, load_checkpoint, pick_device, search_network, set_threads,
-                          usable_cores)
+from zero.network import check_network_fits, init_network, load_checkpoint, pick_device, search_network, set_threads
 from zero.selfplay import play_games
 
 

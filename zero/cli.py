@@ -14,13 +14,12 @@ import argparse
 import contextlib
 import json
 import math
-import os
 import shlex
 import sys
 from pathlib import Path
 
 from zero.config import (MAX_CONCURRENT, MAX_GAMES, MAX_SEED, MAX_TREE_BYTES, MAX_VISITS, ConfigError,
-                         load_params, params_from_dict, tree_bytes)
+                         load_params, params_from_dict, tree_bytes, usable_cores)
 from zero.notation import NotationError, parse_colour
 
 
@@ -606,7 +605,7 @@ def cmd_bench(args) -> int:
                   f"minibatch takes {row['minibatch_ms']:.1f} ms of a step")
         return 0
     if args.scan_games and not args.scan_threads:
-        args.scan_threads = [params.selfplay.threads or (os.cpu_count() or 1)]
+        args.scan_threads = [params.selfplay.threads or usable_cores()]
     result = run_bench(params, seconds=args.seconds, concurrent=args.games, visits=args.visits,
                        quiet=args.json, scan_games=args.scan_games, scan_threads=args.scan_threads,
                        model=args.model, warmup=args.warmup, profile=args.profile, processes=args.processes)

@@ -27,13 +27,12 @@ from typing import Callable
 import numba
 import numpy as np
 
-from zero.config import GameConfig, NetworkConfig, Params, SearchConfig
+from zero.config import GameConfig, NetworkConfig, Params, SearchConfig, usable_cores
 from zero.evaluator import NetworkEvaluator
 from zero.games import go_kernels as K
 from zero.games import make_game
 from zero.mcts import Search
-from zero.network import (CheckpointError, init_network, load_checkpoint, pick_device, search_network,
-                          set_threads, usable_cores)
+from zero.network import CheckpointError, init_network, load_checkpoint, pick_device, search_network, set_threads
 
 LCB_Z = 1.96  # the lower confidence bound of a move's winrate is a 95% Wilson bound
 PV_MOVES = 40  # longest principal variation reported for a move

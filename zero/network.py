@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import zipfile
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -237,11 +236,6 @@ def pick_device(name: str = "auto") -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity where the platform has one)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def set_threads(threads: int) -> None:
