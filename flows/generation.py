@@ -156,8 +156,8 @@ class WarmProcessPoolTaskRunner(ProcessPoolTaskRunner):
     worker would import torch, Prefect and the engine again, seconds of a generation's time.
 
     One worker per core this process may use (its affinity; Prefect's own default counts the machine's): a
-    campaign pinned to one core plays its self-play shards in turn, not time-sliced on that core, which lost
-    about an eighth of the positions a second (docs/performance/cpu-2026-11-29). Prefect's
+    campaign pinned to one core plays its self-play shards in turn, not time-sliced on that core, where they
+    took 1.19 times as long (docs/performance/cpu-2026-11-29). Prefect's
     `tasks.runner.process_pool_max_workers` setting still rules where it is set."""
 
     def __init__(self, max_workers: int | None = None, **kwargs):

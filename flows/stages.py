@@ -52,8 +52,8 @@ def share_cores(threads: int, tasks: int) -> None:
     """Torch threads for one of `tasks` parallel self-play or gate processes.
 
     `threads` > 0 (the params' own setting) is left to the library; 0 splits the
-    cores this process may use (zero.config.usable_cores) between the processes that run at once, so they do not
-    oversubscribe it. The flow's tasks and `dvc repro` run the same number of
+    cores this process may use (zero.config.usable_cores) between the processes that
+    run at once, so they do not oversubscribe them. The flow's tasks and `dvc repro` run the same number of
     processes, so they use the same setting and write the same bytes.
     """
     if threads > 0:
