@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+from zero.config import usable_cores
+
 
 def used_gpus(params) -> int:
     """1 when a stage of `params` runs its network on CUDA here (a stage uses one device), else 0."""
@@ -20,8 +22,6 @@ def used_gpus(params) -> int:
 def compute_record(wall_s: float, gpus: int = 0, cpu_s: float | None = None) -> dict:
     """The compute of a run of `wall_s` seconds on this machine, `gpus` of its GPUs doing work."""
     import torch
-
-    from zero.config import usable_cores
 
     cores = usable_cores()
     out = {"device": "cuda" if gpus else "cpu", "cores": cores, "gpus": gpus, "wall_s": round(wall_s, 1),

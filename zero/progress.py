@@ -96,8 +96,7 @@ class ProgressLines:
         elif state == "started":
             parts = [f"{self.total} {self.unit} to {'play' if self.unit == 'games' else 'run'}"]
         else:
-            left = self.eta(now)
-            parts.append(f"ETA {duration(left) if left is not None else 'unknown'}, {duration(elapsed)} elapsed")
+            parts.append(f"{self.eta_text(now)}, {duration(elapsed)} elapsed")
         return f"{self.label}: " + ", ".join(parts)
 
     def eta(self, now: float | None = None) -> float | None:
@@ -109,6 +108,11 @@ class ProgressLines:
             return None
         ending = max(played, min(self.at_once, self.total - self.carried))  # the games in flight at the start
         return max(now - self.started, 1e-9) / ending * max(self.total - self.done, 0)
+
+    def eta_text(self, now: float | None = None) -> str:
+        """`ETA 39m48s`, or `ETA unknown` before the first game (or step) has ended."""
+        left = self.eta(now)
+        return f"ETA {duration(left) if left is not None else 'unknown'}"
 
     def _line(self, now: float, state: str = "") -> None:
         self.last_line = now
@@ -135,8 +139,7 @@ def terminal_bar(label: str, total: int, unit: str = "games", at_once: int = 1, 
         def render(self, task) -> Text:
             if task.finished:
                 return Text("")
-            left = lines.eta()
-            return Text(f"ETA {duration(left) if left is not None else 'unknown'}", style="progress.remaining")
+            return Text(lines.eta_text(), style="progress.remaining")
 
     bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn(),
                    EtaColumn(), transient=False, console=Console(file=file or sys.stderr))
