@@ -32,7 +32,7 @@ from flows.ladder import run_ladder
 from flows.layout import Generation, LineBusy, LineError, Workspace, read_json, write_json
 from flows.request import GenerationRequest
 from flows.ship import ship as ship_line
-from flows.timeline import Timeline
+from flows.timeline import Timeline, pace, pace_text, records
 from zero.config import usable_cores
 from zero.ladder import LadderError
 
@@ -261,11 +261,19 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         # the CPU and the number formats the stages computed in: what dvc repro must match to give the same bytes
         record["arithmetic"] = made.get("arithmetic") if made else arithmetic(params)
         record["recipe"] = recipe
+        paced = pace({**record, "timeline": timeline.steps}, records(gen.dir.parent, "flow"))
+        if paced is not None:
+            record["pace"] = paced
+            if paced.get("slow"):
+                log.warning("zero-generation: %s g%04d ran slow: %s", tag, g, pace_text(paced))
         if actors:
             record["selfplay"]["actors"] = actors
         tracker.log_metrics(run_id, {k: v for k, v in recipe.items() if isinstance(v, (int, float))})
         tracker.log_metrics(run_id, {f"seconds_{k}": v for k, v in timeline.steps.items()})
         tracker.log_metrics(run_id, evaluation_metrics(record["selfplay"]["nn_evals"], timeline.total()))
+        if paced is not None:  # beside the generations before it in the MLflow UI: a slow one stands out
+            tracker.log_metrics(run_id, {"selfplay_evals_per_s": paced["evals_per_s"],
+                                         **({"selfplay_pace": paced["ratio"]} if "ratio" in paced else {})})
         timeline.lap("record")
         record = publish(gen, record, timeline, pushed)
         log.info("zero-generation: %s g%04d done in %.0fs: gate %s (%s%s); champion is version %s", tag, g,

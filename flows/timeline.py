@@ -13,6 +13,7 @@ outputs pushed to the DVC remote).
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -82,6 +83,64 @@ def evals_per_s(lines: dict[int, dict[str, float]], evals: dict[int, int] | None
     counted = [g for g in lines if evals and g in evals]
     seconds = sum(sum(lines[g].values()) for g in counted)
     return sum(evals[g] for g in counted) / seconds if counted and seconds > 0 else None
+
+
+PACE_WINDOW = 10  # the generations before it that a generation's self-play rate is set beside
+PACE_MIN = 3  # fewer comparable generations than this: the rate is recorded, not judged
+PACE_FLOOR = 0.75  # below this share of their median rate, the generation ran slow and says why it may have
+
+
+def selfplay_pace(record: dict) -> dict | None:
+    """A flow generation's self-play pace from its record: the network's evaluations a second of self-play's
+    wall time, the share of that wall time x the cores that its processes spent on a CPU, and what it ran on
+    (CPU model, number formats, cores, GPU). None where the record cannot say: no timeline or evaluations,
+    shards reused from an earlier attempt, or made by flows.standalone."""
+    seconds = (record.get("timeline") or {}).get("selfplay")
+    selfplay, compute = record.get("selfplay") or {}, record.get("compute") or {}
+    evals, cpu_s = selfplay.get("nn_evals"), (compute.get("cpu_s_by_stage") or {}).get("selfplay")
+    if not (seconds and evals) or selfplay.get("shards_reused") or record.get("standalone"):
+        return None
+    arithmetic = record.get("arithmetic") or {}
+    cores = compute.get("cores") or 1
+    return {"evals_per_s": round(evals / seconds, 1),
+            "cpu_share": round(cpu_s / (seconds * cores), 3) if cpu_s is not None else None,
+            "machine": [arithmetic.get("cpu"), arithmetic.get("selfplay"), cores, compute.get("gpu_name")]}
+
+
+def pace(record: dict, earlier: dict[int, dict]) -> dict | None:
+    """The self-play pace of generation `record` beside the median of the last PACE_WINDOW generations before
+    it in `earlier` ({generation: record}, `records(line_dir, "flow")`) that ran on the same machine class:
+    `ratio` to that median, `slow` below PACE_FLOOR. Fewer than PACE_MIN such generations: the pace alone,
+    unjudged. None where the record cannot say (selfplay_pace)."""
+    mine = selfplay_pace(record)
+    if mine is None:
+        return None
+    before = [p for g, r in sorted(earlier.items()) if g < record["generation"]
+              if (p := selfplay_pace(r)) is not None and p["machine"] == mine["machine"]][-PACE_WINDOW:]
+    out = {**mine, "generations_before": len(before)}
+    if len(before) >= PACE_MIN:
+        median = statistics.median(p["evals_per_s"] for p in before)
+        shares = [p["cpu_share"] for p in before if p["cpu_share"] is not None]
+        out.update(median_before=round(median, 1), ratio=round(mine["evals_per_s"] / median, 3),
+                   cpu_share_before=round(statistics.median(shares), 3) if shares else None)
+        out["slow"] = out["ratio"] < PACE_FLOOR
+    return out
+
+
+def pace_text(p: dict) -> str:
+    """What a judged pace says: the rate against the median, and whether the processes lost the CPU to others
+    (their share of it fell) or the CPU itself computed slower (the share held)."""
+    text = (f"self-play ran at {p['evals_per_s']:,.0f} evaluations/s, {p['ratio']:.0%} of the median "
+            f"{p['median_before']:,.0f} of the {p['generations_before']} generations before it on this machine "
+            f"({p['machine'][0]}, self-play in {p['machine'][1]}, {p['machine'][2]} core(s))")
+    if p.get("cpu_share") is None or p.get("cpu_share_before") is None:
+        return text
+    if p["cpu_share"] < PACE_FLOOR * p["cpu_share_before"]:
+        return (text + f": its processes were on a CPU {p['cpu_share']:.0%} of the time against "
+                       f"{p['cpu_share_before']:.0%} before, so other work took its cores")
+    return (text + f": its processes were on a CPU {p['cpu_share']:.0%} of the time, as before "
+                   f"({p['cpu_share_before']:.0%}), so the cores themselves computed slower (their clock, or a "
+                   f"neighbour on the host)")
 
 
 def in_order(steps: dict[str, float]) -> dict[str, float]:

@@ -366,4 +366,9 @@ def test_the_record_times_each_step_of_the_generation_and_the_run_holds_them(two
         assert metrics["selfplay_nn_evals"] == rec["selfplay"]["nn_evals"] > rec["selfplay"]["positions"]
         before_record = sum(v for k, v in steps.items() if k not in ("record", "publish"))
         assert metrics["evals_per_s"] == pytest.approx(rec["selfplay"]["nn_evals"] / before_record, rel=0.01)
+        # self-play's own rate, set beside the generations before it on this machine (too few here to judge)
+        pace = on_disk["pace"]
+        assert pace["evals_per_s"] == pytest.approx(rec["selfplay"]["nn_evals"] / steps["selfplay"], rel=0.01)
+        assert pace["generations_before"] == rec["generation"] - 1 and "slow" not in pace
+        assert metrics["selfplay_evals_per_s"] == pace["evals_per_s"]
     assert timeline_main([str(root / "gens/gomoku-6x6x4")]) == 0
