@@ -261,7 +261,12 @@ def run_generation(root: Path, params, generation: int | None = None) -> dict:
         # the CPU and the number formats the stages computed in: what dvc repro must match to give the same bytes
         record["arithmetic"] = made.get("arithmetic") if made else arithmetic(params)
         record["recipe"] = recipe
-        paced = pace({**record, "timeline": timeline.steps}, records(gen.dir.parent, "flow"))
+        try:
+            earlier = records(gen.dir.parent, "flow")
+        except LineError as e:  # a torn record of another generation: this one's pace goes unjudged, not its run
+            log.warning("zero-generation: %s g%04d: self-play pace not judged: %s", tag, g, e)
+            earlier = {}
+        paced = pace({**record, "timeline": timeline.steps}, earlier)
         if paced is not None:
             record["pace"] = paced
             if paced.get("slow"):

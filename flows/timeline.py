@@ -116,7 +116,7 @@ def pace(record: dict, earlier: dict[int, dict]) -> dict | None:
     if mine is None:
         return None
     before = [p for g, r in sorted(earlier.items()) if g < record["generation"]
-              if (p := selfplay_pace(r)) is not None and p["machine"] == mine["machine"]][-PACE_WINDOW:]
+              if (p := _readable_pace(r)) is not None and p["machine"] == mine["machine"]][-PACE_WINDOW:]
     out = {**mine, "generations_before": len(before)}
     if len(before) >= PACE_MIN:
         median = statistics.median(p["evals_per_s"] for p in before)
@@ -125,6 +125,14 @@ def pace(record: dict, earlier: dict[int, dict]) -> dict | None:
                    cpu_share_before=round(statistics.median(shares), 3) if shares else None)
         out["slow"] = out["ratio"] < PACE_FLOOR
     return out
+
+
+def _readable_pace(record: dict) -> dict | None:
+    """selfplay_pace of an earlier record, None where its fields are not the numbers a flow writes."""
+    try:
+        return selfplay_pace(record)
+    except (TypeError, ValueError, ZeroDivisionError, AttributeError):
+        return None
 
 
 def pace_text(p: dict) -> str:

@@ -132,3 +132,14 @@ def test_the_pace_is_judged_only_against_generations_of_the_same_machine_class(t
     assert "slow" not in p and "ratio" not in p  # recorded, not judged: too few to judge by
     assert timeline.pace(_generation(None, 9, 400.0, 1_600_000, 388.0, shards_reused=2), {}) is None
     assert timeline.pace({"generation": 9, "selfplay": {"games": 8}}, {}) is None  # no timeline, no count
+
+
+def test_an_earlier_record_with_other_fields_is_left_out_of_the_median_not_fatal(tmp_path):
+    for g in range(1, 5):
+        _generation(tmp_path, g, 400.0, 1_600_000, 388.0)
+    bad = tmp_path / "g0005" / timeline.RECORD
+    bad.parent.mkdir()
+    bad.write_text(json.dumps({"generation": 5, "timeline": {"selfplay": "slow"}, "selfplay": {"nn_evals": 9},
+                               "compute": {"cores": 0}}))
+    p = timeline.pace(_generation(None, 6, 400.0, 1_600_000, 388.0), timeline.records(tmp_path, "flow"))
+    assert p["generations_before"] == 4 and p["ratio"] == 1.0 and p["slow"] is False
