@@ -1,0 +1,109 @@
+"""Lines of a recipe comparison, generation by generation, from their workspaces' generation records.
+
+Two or more lines started from the same champion and window (the campaign and an arm run with OVERRIDES,
+each in its own workspace) are compared here on what each generation's `gens/<line>/gNNNN/generation.json`
+and `params.yaml` say: the logging gate, the held-out losses, the network, the training window, the games,
+the wall time and the core-hours summed from the line's first generation.
+
+    python -m flows.lines OUT_DIR window-12=/work/campaign:13 window-24=/work/arm --line go-9
+
+(`:13`: that line's generations up to 13 of its workspace, for a workspace that went on after the
+comparison.) Writes OUT_DIR/lines.json and OUT_DIR/lines.md (one row a generation and line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import yaml
+
+
+class LinesError(ValueError):
+    """A line spec or a generation record that cannot be read."""
+
+
+def generation_rows(workspace: Path, line: str = "go-9", last: int | None = None) -> list[dict]:
+    """Each finished generation of `line` in `workspace` (those with a gate and a training), oldest first."""
+    gens = workspace / "gens" / line
+    if not gens.is_dir():
+        raise LinesError(f"{workspace}: no generations of {line} (no {gens})")
+    rows, core_hours = [], 0.0
+    for path in sorted(gens.glob("g*/generation.json")):
+        try:
+            d = json.loads(path.read_text())
+            params = yaml.safe_load((path.parent / "params.yaml").read_text())
+        except (OSError, ValueError, yaml.YAMLError) as e:
+            raise LinesError(f"{path}: cannot be read: {e}") from e
+        if not d.get("gate") or not d.get("train") or (last is not None and d["generation"] > last):
+            continue
+        core_hours += d["compute"]["core_hours"]
+        holdout = d["train"].get("holdout") or {}
+        reuse = d["train"].get("reuse") or {}
+        rows.append({
+            "generation": d["generation"],
+            "network": params["network"]["size"],
+            "window_generations": params["train"]["window_generations"],
+            "train_positions": reuse.get("train_positions"),
+            "steps": d["train"].get("steps"),
+            "gate": f"{d['gate']['wins']}-{d['gate']['losses']}-{d['gate']['draws']}",
+            "holdout_value_loss": holdout.get("value_loss"),
+            "holdout_policy_loss": holdout.get("policy_loss"),
+            "selfplay_games": d["selfplay"]["games"],
+            "wall_s": d["compute"]["wall_s"],
+            "core_hours": round(core_hours, 4),
+            "candidate_sha256": d["gate"]["candidate_sha256"],
+        })
+    return rows
+
+
+def markdown(table: dict[str, list[dict]]) -> str:
+    """The rows as one markdown table, the lines one after the other."""
+    md = ["| line | generation | network | window (generations, positions) | training steps | "
+          "gate (logging) | held-out value / policy loss | self-play games | seconds | core-hours from the start |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, rows in table.items():
+        for r in rows:
+            losses = (f"{r['holdout_value_loss']:.3f} / {r['holdout_policy_loss']:.3f}"
+                      if r["holdout_value_loss"] is not None else "")
+            positions = f"{r['train_positions']:,}" if r["train_positions"] is not None else "?"
+            md.append(f"| {name} | {r['generation']} | {r['network']} | {r['window_generations']}, {positions} | "
+                      f"{r['steps']} | {r['gate']} | {losses} | {r['selfplay_games']} | {r['wall_s']:.0f} | "
+                      f"{r['core_hours']:.3f} |")
+    return "\n".join(md) + "\n"
+
+
+def parse_line(spec: str) -> tuple[str, Path, int | None]:
+    """`name=workspace[:last]` -> (name, workspace, last generation or None)."""
+    name, sep, rest = spec.partition("=")
+    if not sep or not name or not rest:
+        raise LinesError(f"{spec!r}: a line is NAME=WORKSPACE or NAME=WORKSPACE:LAST")
+    workspace, colon, last = rest.partition(":")
+    if colon and not last.isdigit():
+        raise LinesError(f"{spec!r}: the last generation after ':' must be a number, not {last!r}")
+    return name, Path(workspace), int(last) if colon else None
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m flows.lines", description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", type=Path, help="the record directory: lines.json and lines.md go there")
+    ap.add_argument("lines", nargs="+", help="NAME=WORKSPACE[:LAST], one per line compared")
+    ap.add_argument("--line", default="go-9", help="the params file's line name under gens/ (default go-9)")
+    args = ap.parse_args(argv)
+    try:
+        table = {}
+        for spec in args.lines:
+            name, workspace, last = parse_line(spec)
+            table[name] = generation_rows(workspace, args.line, last)
+    except LinesError as e:
+        ap.exit(2, f"flows.lines: {e}\n")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "lines.json").write_text(json.dumps(table, indent=1) + "\n")
+    md = markdown(table)
+    (args.out / "lines.md").write_text(md)
+    print(md, end="")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""flows.lines: recipe lines compared generation by generation from their workspaces' records."""
+
+import json
+
+import pytest
+import yaml
+
+from flows.lines import LinesError, generation_rows, main, parse_line
+
+
+def _generation(ws, g, window, core_hours, wins=11, value_loss=0.6, gate=True):
+    d = ws / "gens" / "go-9" / f"g{g:04d}"
+    d.mkdir(parents=True)
+    (d / "params.yaml").write_text(yaml.safe_dump({"network": {"size": "b6c64"},
+                                                   "train": {"window_generations": window}}))
+    record = {
+        "generation": g,
+        "compute": {"core_hours": core_hours, "wall_s": core_hours * 3600},
+        "selfplay": {"games": 512},
+        "train": {"steps": 530, "reuse": {"train_positions": 9_000 * min(window, 12 + g)},
+                  "holdout": {"value_loss": value_loss, "policy_loss": 1.5}},
+        "gate": {"wins": wins, "losses": 20 - wins, "draws": 0, "candidate_sha256": f"{g:064x}"} if gate else None,
+    }
+    (d / "generation.json").write_text(json.dumps(record))
+
+
+def test_each_line_sums_its_own_core_hours_and_stops_at_its_last_generation(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for g in (1, 2, 3):
+        _generation(a, g, 12, 0.125)
+        _generation(b, g, 24, 0.25, wins=8 + g)
+    _generation(b, 4, 24, 0.25, gate=False)  # a generation still running: no gate yet
+    main([str(tmp_path / "out"), f"window-12={a}:2", f"window-24={b}"])
+    table = json.loads((tmp_path / "out" / "lines.json").read_text())
+    assert [r["generation"] for r in table["window-12"]] == [1, 2]
+    assert [r["core_hours"] for r in table["window-12"]] == [0.125, 0.25]
+    assert [r["generation"] for r in table["window-24"]] == [1, 2, 3]
+    assert [r["core_hours"] for r in table["window-24"]] == [0.25, 0.5, 0.75]
+    assert [r["gate"] for r in table["window-24"]] == ["9-11-0", "10-10-0", "11-9-0"]
+    assert table["window-24"][2]["window_generations"] == 24
+    assert table["window-24"][2]["train_positions"] == 9_000 * 15
+    md = (tmp_path / "out" / "lines.md").read_text()
+    assert md == capsys.readouterr().out
+    assert "| window-24 | 3 | b6c64 | 24, 135,000 | 530 | 11-9-0 | 0.600 / 1.500 | 512 | 900 | 0.750 |" in md
+    assert len(md.strip().splitlines()) == 2 + 5
+
+
+@pytest.mark.parametrize("spec, error", [
+    ("window-24", "NAME=WORKSPACE"),
+    ("=/work/arm", "NAME=WORKSPACE"),
+    ("a=/work/arm:last", "must be a number"),
+])
+def test_a_malformed_line_spec_is_named(spec, error):
+    with pytest.raises(LinesError, match=error):
+        parse_line(spec)
+
+
+def test_a_workspace_without_the_line_or_with_a_torn_record_is_named(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main([str(tmp_path / "out"), f"a={tmp_path / 'nowhere'}"])
+    assert e.value.code == 2
+    assert "no generations of go-9" in capsys.readouterr().err
+    _generation(tmp_path / "ws", 1, 12, 0.1)
+    (tmp_path / "ws" / "gens" / "go-9" / "g0001" / "generation.json").write_text("{\"generation\": 1, ")
+    with pytest.raises(LinesError, match="g0001/generation.json: cannot be read"):
+        generation_rows(tmp_path / "ws")
+    assert not (tmp_path / "out").exists()
