@@ -19,6 +19,8 @@ from pathlib import Path
 
 import yaml
 
+from flows.layout import LineError, read_json
+
 
 class LinesError(ValueError):
     """A line spec or a generation record that cannot be read."""
@@ -31,11 +33,11 @@ def generation_rows(workspace: Path, line: str = "go-9", last: int | None = None
         raise LinesError(f"{workspace}: no generations of {line} (no {gens})")
     rows, core_hours = [], 0.0
     for path in sorted(gens.glob("g*/generation.json")):
+        d = read_json(path)  # LineError naming a torn record
         try:
-            d = json.loads(path.read_text())
             params = yaml.safe_load((path.parent / "params.yaml").read_text())
-        except (OSError, ValueError, yaml.YAMLError) as e:
-            raise LinesError(f"{path}: cannot be read: {e}") from e
+        except (OSError, yaml.YAMLError) as e:
+            raise LinesError(f"{path.parent / 'params.yaml'}: cannot be read: {e}") from e
         if not d.get("gate") or not d.get("train") or (last is not None and d["generation"] > last):
             continue
         core_hours += d["compute"]["core_hours"]
@@ -96,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
         for spec in args.lines:
             name, workspace, last = parse_line(spec)
             table[name] = generation_rows(workspace, args.line, last)
-    except LinesError as e:
+    except (LinesError, LineError) as e:
         ap.exit(2, f"flows.lines: {e}\n")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "lines.json").write_text(json.dumps(table, indent=1) + "\n")

@@ -5,6 +5,7 @@ import json
 import pytest
 import yaml
 
+from flows.layout import LineError
 from flows.lines import LinesError, generation_rows, main, parse_line
 
 
@@ -62,6 +63,10 @@ def test_a_workspace_without_the_line_or_with_a_torn_record_is_named(tmp_path, c
     assert "no generations of go-9" in capsys.readouterr().err
     _generation(tmp_path / "ws", 1, 12, 0.1)
     (tmp_path / "ws" / "gens" / "go-9" / "g0001" / "generation.json").write_text("{\"generation\": 1, ")
-    with pytest.raises(LinesError, match="g0001/generation.json: cannot be read"):
+    with pytest.raises(LineError, match="g0001/generation.json: torn or not JSON"):
         generation_rows(tmp_path / "ws")
+    with pytest.raises(SystemExit) as e:
+        main([str(tmp_path / "out"), f"a={tmp_path / 'ws'}"])
+    assert e.value.code == 2
+    assert "g0001/generation.json: torn or not JSON" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
