@@ -69,7 +69,8 @@ def test_switches_that_are_off_keep_the_params_hash():
     assert load_params(None).digest() == DEFAULTS_DIGEST
     explicit = ["selfplay.cpu_bf16=false", "gate.cpu_bf16=false", "network.global_pooling=false", "network.aux_heads=false", "train.holdout_share=0",
                 "train.mixed_precision=false", "train.channels_last=false", "train.cpu_bf16=false", "train.cuda_graph=false", "train.max_samples_per_position=null", "train.ownership_weight=1.5",
-                "pipeline.selfplay_actors=0", "ladder.every=1", "mcts.lcb_stdevs=0", "mcts.lcb_min_visit_share=0.1"]
+                "pipeline.selfplay_actors=0", "ladder.every=1", "mcts.lcb_stdevs=0", "mcts.lcb_min_visit_share=0.1",
+                "mcts.root_policy_temperature=1"]
     assert load_params(None, explicit).digest() == DEFAULTS_DIGEST
 
 
@@ -77,7 +78,7 @@ def test_switches_that_are_off_keep_the_params_hash():
     "network.global_pooling=true", "network.global_pooling_every=2", "network.aux_heads=true",
     "train.score_weight=0.1", "train.max_samples_per_position=4", "train.holdout_share=0.05",
     "train.mixed_precision=true", "train.channels_last=true", "train.cpu_bf16=true", "train.cuda_graph=true", "pipeline.selfplay_actors=2",
-    "ladder.every=3", "mcts.lcb_stdevs=3",
+    "ladder.every=3", "mcts.lcb_stdevs=3", "mcts.root_policy_temperature=1.25",
     ["selfplay.fast_inference=true", "selfplay.cpu_bf16=true"], ["gate.fast_inference=true", "gate.cpu_bf16=true"],
 ])
 def test_each_switch_enters_the_params_hash(override):
@@ -98,6 +99,9 @@ def test_each_switch_enters_the_params_hash(override):
     ("mcts.lcb_stdevs=-1", "mcts.lcb_stdevs"),
     ("mcts.lcb_min_visit_share=0", "mcts.lcb_min_visit_share"),
     (["mcts.lcb_stdevs=3", "mcts.root=gumbel"], "lcb_stdevs needs root: puct"),
+    ("mcts.root_policy_temperature=0", "mcts.root_policy_temperature"),
+    ("mcts.root_policy_temperature=10", "mcts.root_policy_temperature"),
+    (["mcts.root_policy_temperature=1.25", "mcts.root=gumbel"], "root_policy_temperature needs root: puct"),
 ])
 def test_bad_switch_values_name_the_field(override, field):
     with pytest.raises(ConfigError, match=field):

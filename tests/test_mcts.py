@@ -9,7 +9,7 @@ from zero.config import SearchConfig
 from zero.evaluator import NetworkEvaluator, UniformEvaluator, masked_softmax
 from zero.games.gomoku import GomokuGame, GomokuPosition
 from zero.gumbel import search_player
-from zero.mcts import Search, Tree, add_dirichlet_noise, puct_select
+from zero.mcts import Search, Tree, add_dirichlet_noise, puct_select, tempered
 
 
 def tree_with_root(N, W, P, value=0.0):
@@ -270,6 +270,41 @@ def test_dirichlet_noise_only_touches_legal_root_priors():
     assert p[1] == -1.0
     assert math.isclose(p[[0, 2, 3]].sum(), 1.0, rel_tol=1e-5)
     assert not np.allclose(p[[0, 2, 3]], [0.25, 0.25, 0.5])
+
+
+def test_root_policy_temperature_raises_the_legal_priors_to_one_over_t_before_the_noise():
+    priors = [0.25, -1.0, 0.25, 0.5]
+    t = tree_with_root([0, 0, 0, 0], [0, 0, 0, 0], priors)
+    add_dirichlet_noise(t, np.array([0]), [np.random.default_rng(0)], 0.0, None, temperature=2.0)
+    root = np.sqrt([0.25, 0.25, 0.5])
+    np.testing.assert_allclose(t.P[0, 0], [*(root / root.sum())[:1], -1.0, *(root / root.sum())[1:]], rtol=1e-6)
+    cold = tree_with_root([0, 0, 0, 0], [0, 0, 0, 0], priors)
+    add_dirichlet_noise(cold, np.array([0]), [np.random.default_rng(0)], 0.0, None, temperature=0.5)
+    np.testing.assert_allclose(cold.P[0, 0, [0, 2, 3]], np.array([1, 1, 4]) / 6, rtol=1e-6)
+    # with noise: the tempered priors mixed with the same draw the untempered ones get
+    noisy, plain = (tree_with_root([0, 0, 0, 0], [0, 0, 0, 0], priors) for _ in range(2))
+    add_dirichlet_noise(noisy, np.array([0]), [np.random.default_rng(7)], 0.25, None, temperature=2.0)
+    add_dirichlet_noise(plain, np.array([0]), [np.random.default_rng(7)], 0.25, None)
+    noise = (plain.P[0, 0, [0, 2, 3]] - 0.75 * np.array([0.25, 0.25, 0.5])) / 0.25
+    np.testing.assert_allclose(noisy.P[0, 0, [0, 2, 3]], 0.75 * root / root.sum() + 0.25 * noise, atol=1e-6)
+    assert tempered(np.array([0.0, 0.0]), 2.0).tolist() == [0.0, 0.0]
+    assert tempered(np.array([0.0, 1.0]), 3.0).tolist() == [0.0, 1.0]
+
+
+def test_a_noisy_search_with_a_root_policy_temperature_spreads_its_visits():
+    positions = _positions()[:1]
+    spread = {}
+    for temperature in (1.0, 3.0):
+        game, batch = _batched(positions)
+        config = SearchConfig(visits=200, dirichlet_weight=0.25, dirichlet_alpha=0.3,
+                              root_policy_temperature=temperature)
+        search = Search(game, FixedEvaluator(game.num_actions), 1, config)
+        search.run(batch, np.array([0], np.int32), noise_rngs=[np.random.default_rng(5)])
+        visits = search.tree.N[0, 0].astype(np.float64)
+        assert visits.sum() == 200
+        p = visits / visits.sum()
+        spread[temperature] = -(p[p > 0] * np.log(p[p > 0])).sum()  # the entropy of the visit distribution
+    assert spread[3.0] > spread[1.0] + 0.1
 
 
 def test_network_evaluator_symmetry_is_consistent():

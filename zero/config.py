@@ -296,6 +296,8 @@ class SearchConfig:
         once before any twice, as rules-only searches with equal priors want.
     dirichlet_weight, dirichlet_alpha: root noise, mixed in when a search is given noise
         generators (self-play); alpha None scales it to the board (0.03 * 361 / legal moves).
+    root_policy_temperature: at those noisy roots, the priors are raised to 1/T and renormalised before
+        the noise is mixed in (KataGo's root policy temperature); 1: the network's priors.
     forced_playouts_k: forced playouts at noisy roots and the pruning of their visits from the
         policy target (Wu 2019, KataGo; k = 2 there); 0 turns both off.
     root: "puct", or "gumbel" for the Gumbel root search of zero.gumbel (Danihelka et al. 2022).
@@ -317,6 +319,7 @@ class SearchConfig:
     fpu_value: float | None = None
     dirichlet_weight: float = 0.25
     dirichlet_alpha: float | None = None
+    root_policy_temperature: float = 1.0
     forced_playouts_k: float = 0.0
     root: str = "puct"
     gumbel_considered: int = 16
@@ -344,6 +347,10 @@ class MCTSConfig(_Section):
     dirichlet_weight: float = _float(0.25, ge=0, le=1)
     symmetries: bool = _bool(True)
     forced_playouts_k: float = _float(0.0, ge=0, le=100, switch=True)
+    # KataGo's root policy temperature: at the roots that get Dirichlet noise (self-play's full searches), the
+    # network's priors raised to 1/T and renormalised before the noise, so a temperature above 1 spreads the
+    # search over moves the policy underrates and the policy targets with it. 1: off (the paper's priors).
+    root_policy_temperature: float = _float(1.0, ge=0.25, le=4, switch=True)
     root: Literal["puct", "gumbel"] = Field("puct", json_schema_extra=_SWITCH)
     gumbel_considered: int = _int(16, ge=1, le=4096, switch=True)
     gumbel_c_visit: float = _float(50.0, ge=0, le=1e6, switch=True)
@@ -389,12 +396,16 @@ class MCTSConfig(_Section):
                              "its own eyes would have to fill them instead of passing")
         if self.lcb_stdevs > 0 and self.root == "gumbel":
             raise ValueError("lcb_stdevs needs root: puct (Gumbel search chooses its move by sequential halving)")
+        if self.root_policy_temperature != 1.0 and self.root == "gumbel":
+            raise ValueError("root_policy_temperature needs root: puct (Gumbel search has no Dirichlet noise to "
+                             "temper the priors for)")
         return self
 
     def search(self, visits: int) -> SearchConfig:
         """The search these params describe, stopping at `visits` root visits."""
         return SearchConfig(visits=int(visits), c_puct=self.c_puct, fpu_reduction=self.fpu_reduction,
                             dirichlet_weight=self.dirichlet_weight, dirichlet_alpha=self.dirichlet_alpha,
+                            root_policy_temperature=self.root_policy_temperature,
                             forced_playouts_k=self.forced_playouts_k, root=self.root,
                             gumbel_considered=self.gumbel_considered, gumbel_c_visit=self.gumbel_c_visit,
                             gumbel_c_scale=self.gumbel_c_scale, leaf_batch=self.leaf_batch,

@@ -156,20 +156,37 @@ def _prune(tree, slots, c_puct, k, out):
             out[i, a] = 0 if left <= 1 else left
 
 
-def add_dirichlet_noise(tree: Tree, slots: np.ndarray, rngs: list, weight: float, alpha: float | None) -> None:
+def add_dirichlet_noise(tree: Tree, slots: np.ndarray, rngs: list, weight: float, alpha: float | None,
+                        temperature: float = 1.0) -> None:
     """Mix Dirichlet noise into the priors of each slot's (expanded) root.
 
     alpha None scales to the number of legal moves: 0.03 * 361 / legal, as the
-    paper's 0.03 on 19x19 spread over boards of other sizes.
+    paper's 0.03 on 19x19 spread over boards of other sizes. A `temperature` other than 1
+    first raises the root's priors to 1/temperature and renormalises them (KataGo's root
+    policy temperature).
     """
     for i, b in enumerate(slots):
         legal = tree.P[b, 0, :] >= 0
         n = int(legal.sum())
         if n == 0:
             continue
+        priors = tree.P[b, 0, legal]
+        if temperature != 1.0:
+            priors = tempered(priors.astype(np.float64), temperature).astype(np.float32)
         a = alpha if alpha is not None else 0.03 * 361 / n
         noise = rngs[i].dirichlet(np.full(n, a))
-        tree.P[b, 0, legal] = ((1 - weight) * tree.P[b, 0, legal] + weight * noise).astype(np.float32)
+        tree.P[b, 0, legal] = ((1 - weight) * priors + weight * noise).astype(np.float32)
+
+
+def tempered(priors: np.ndarray, temperature: float) -> np.ndarray:
+    """priors ** (1 / temperature), renormalised; priors of 0 stay 0, and all-zero priors stay as they are."""
+    with np.errstate(divide="ignore"):
+        logs = np.log(priors) / temperature
+    top = logs.max()
+    if not np.isfinite(top):
+        return priors
+    out = np.exp(logs - top)
+    return out / out.sum()
 
 
 # A search keeps at most 1/IN_FLIGHT_SHARE of its visits (at least one leaf) selected and waiting on the
@@ -381,7 +398,8 @@ class Search:
             expanded = t.expanded[slots, 0]
             if (expanded & wants).any():
                 idx = np.flatnonzero(expanded & wants)
-                add_dirichlet_noise(t, slots[idx], [noise_rngs[i] for i in idx], c.dirichlet_weight, c.dirichlet_alpha)
+                add_dirichlet_noise(t, slots[idx], [noise_rngs[i] for i in idx], c.dirichlet_weight, c.dirichlet_alpha,
+                                    c.root_policy_temperature)
             noise_pending = ~expanded & wants
         rounds = 0
         while True:
@@ -422,5 +440,5 @@ class Search:
                 if now.any():
                     idx = np.flatnonzero(now)
                     add_dirichlet_noise(t, slots[idx], [noise_rngs[i] for i in idx], c.dirichlet_weight,
-                                        c.dirichlet_alpha)
+                                        c.dirichlet_alpha, c.root_policy_temperature)
                     noise_pending &= ~now
