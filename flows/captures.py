@@ -4,7 +4,9 @@ Each game of an SGF collection (a ladder pairing's `sgf/<pairing>.sgf.gz`, a mat
 is replayed; every move that removes stones is a capture. Summed per game for the player named and for its
 opponents, and split into the player's wins and losses: how many stones it lost, how many it took, in
 how many games it lost a group of at least `--group` stones in one capture (and the median move of the
-first), and how many of its losses were by more than `--whole-board` points.
+first), how many of those groups it had first pulled out of atari again and again (a ladder's chase: at
+least LADDER_ESCAPES moves, within the ESCAPE_WINDOW moves before the capture, that took a group of them
+from one liberty to two), and how many of its losses were by more than `--whole-board` points.
 
     python -m flows.captures docs/strength/go-9-g41-ladder/sgf/g41--gnugo-l1--ladder.sgf.gz --player g41
 """
@@ -21,6 +23,9 @@ from pathlib import Path
 from zero.games.go import BLACK, WHITE, GoPosition
 from zero.sgf import SgfError, SgfGame, read_collection
 
+LADDER_ESCAPES = 3  # a lost group pulled out of atari this often before its capture was chased as in a ladder
+ESCAPE_WINDOW = 30  # moves before a capture in which its stones' escapes count
+
 
 @dataclass
 class GameCaptures:
@@ -31,6 +36,35 @@ class GameCaptures:
     moves: int
     lost: list[tuple[int, int]]  # (move number, stones) of each capture of the player's stones
     taken: list[tuple[int, int]]  # the same for the opponent's stones
+    escapes: list[int]  # for each capture in `lost`: the player's moves that had taken those stones from
+    # one liberty to two, within ESCAPE_WINDOW moves before it
+
+
+def _group(board, p: int, size: int) -> tuple[set, set]:
+    """The stones of the group at `p` on a flat board, and its liberties."""
+    colour, stones, todo, liberties = board[p], {p}, [p], set()
+    while todo:
+        row, col = divmod(todo.pop(), size)
+        for r, c in ((row - 1, col), (row + 1, col), (row, col - 1), (row, col + 1)):
+            if 0 <= r < size and 0 <= c < size:
+                q = r * size + c
+                if board[q] == 0:
+                    liberties.add(q)
+                elif board[q] == colour and q not in stones:
+                    stones.add(q)
+                    todo.append(q)
+    return stones, liberties
+
+
+def _escape(before, after, p: int, size: int, colour: int) -> set | None:
+    """The group a move at `p` joined, where the move took a group of `colour` in atari to two liberties."""
+    row, col = divmod(p, size)
+    near = [r * size + c for r, c in ((row - 1, col), (row + 1, col), (row, col - 1), (row, col + 1))
+            if 0 <= r < size and 0 <= c < size]
+    if not any(before[q] == colour and len(_group(before, q, size)[1]) == 1 for q in near):
+        return None
+    stones, liberties = _group(after, p, size)
+    return stones if len(liberties) == 2 else None
 
 
 def _outcome(result: str | None, colour: int) -> tuple[bool | None, float | None]:
@@ -53,16 +87,24 @@ def game_captures(record: SgfGame, player: str, game: str) -> GameCaptures:
     colour = BLACK if record.black == player else WHITE
     won, margin = _outcome(record.result, colour)
     position = GoPosition.initial(record.size, komi=record.komi or 0.0, open_ended=True)
-    lost, taken = [], []
+    lost, taken, escapes, escaped = [], [], [], []  # escaped: (move number, the group's stones) of each escape
+    size = record.size
     for number, action in enumerate(record.moves, start=1):
-        before = position.board
+        before, mover = position.board, position.to_play
         position = position.play(int(action))
         removed = (before != 0) & (position.board == 0)
         for side, into in ((colour, lost), (-colour, taken)):
             stones = int((removed & (before == side)).sum())
             if stones:
                 into.append((number, stones))
-    return GameCaptures(game, colour, won, margin, len(record.moves), lost, taken)
+        if lost and lost[-1][0] == number:
+            gone = set(map(int, (removed & (before == colour)).ravel().nonzero()[0]))
+            escapes.append(sum(1 for m, group in escaped if number - m <= ESCAPE_WINDOW and group & gone))
+        if mover == colour and int(action) < size * size:
+            group = _escape(before.ravel(), position.board.ravel(), int(action), size, colour)
+            if group:
+                escaped.append((number, group))
+    return GameCaptures(game, colour, won, margin, len(record.moves), lost, taken, escapes)
 
 
 def summarise(games: list[GameCaptures], group: int = 5, whole_board: float = 70.0) -> dict:
@@ -73,12 +115,16 @@ def summarise(games: list[GameCaptures], group: int = 5, whole_board: float = 70
         rows = [g for g in games if g.won is pick]
         if not rows:
             continue
-        big = [next(m for m, n in g.lost if n >= group) for g in rows if any(n >= group for _, n in g.lost)]
+        firsts = [next(i for i, (_, n) in enumerate(g.lost) if n >= group) if any(n >= group for _, n in g.lost)
+                  else None for g in rows]
+        big = [g.lost[i][0] for g, i in zip(rows, firsts) if i is not None]
+        chased = sum(1 for g, i in zip(rows, firsts) if i is not None and g.escapes[i] >= LADDER_ESCAPES)
         out[name] = {
             "games": len(rows),
             "stones_lost_mean": round(statistics.fmean(sum(n for _, n in g.lost) for g in rows), 1),
             "stones_taken_mean": round(statistics.fmean(sum(n for _, n in g.taken) for g in rows), 1),
             f"games_losing_a_group_of_{group}": len(big),
+            f"of_which_chased_out_of_atari_{LADDER_ESCAPES}_times": chased,
             "first_such_capture_median_move": statistics.median(big) if big else None,
             "moves_median": statistics.median(g.moves for g in rows),
         }
