@@ -157,7 +157,8 @@ loop: check up
 # OVERRIDES: section.key=value settings on top of the line's file, space-separated (e.g. the float32 switches
 # that `flows.serve check` names on a CPU without bfloat16 instructions).
 LINE ?= go-9
-campaign: install up
+# A line whose ladder plays Pachi (`pachi:N` among campaigns/$(LINE).yaml's opponents) builds it first.
+campaign: install up $(if $(shell grep -s '^ *opponents:.*pachi:' campaigns/$(LINE).yaml),pachi)
 	@$(BIN)/python -m flows.lineage committed
 	@$(BIN)/python -m flows.serve check campaigns/$(LINE).yaml $(foreach o,$(OVERRIDES),--set $(o))
 	$(BIN)/prefect deployment run zero-loop/local --param params_file=campaigns/$(LINE).yaml --param ship=true \
