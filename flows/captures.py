@@ -20,7 +20,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from zero.games.go import BLACK, WHITE, GoPosition
+from zero.games.go import BLACK, WHITE, GoPosition, chains, liberties, neighbours
 from zero.sgf import SgfError, SgfGame, read_collection
 
 LADDER_ESCAPES = 3  # a lost group pulled out of atari this often before its capture was chased as in a ladder
@@ -40,31 +40,13 @@ class GameCaptures:
     # one liberty to two, within ESCAPE_WINDOW moves before it
 
 
-def _group(board, p: int, size: int) -> tuple[set, set]:
-    """The stones of the group at `p` on a flat board, and its liberties."""
-    colour, stones, todo, liberties = board[p], {p}, [p], set()
-    while todo:
-        row, col = divmod(todo.pop(), size)
-        for r, c in ((row - 1, col), (row + 1, col), (row, col - 1), (row, col + 1)):
-            if 0 <= r < size and 0 <= c < size:
-                q = r * size + c
-                if board[q] == 0:
-                    liberties.add(q)
-                elif board[q] == colour and q not in stones:
-                    stones.add(q)
-                    todo.append(q)
-    return stones, liberties
-
-
 def _escape(before, after, p: int, size: int, colour: int) -> set | None:
-    """The group a move at `p` joined, where the move took a group of `colour` in atari to two liberties."""
-    row, col = divmod(p, size)
-    near = [r * size + c for r, c in ((row - 1, col), (row + 1, col), (row, col - 1), (row, col + 1))
-            if 0 <= r < size and 0 <= c < size]
-    if not any(before[q] == colour and len(_group(before, q, size)[1]) == 1 for q in near):
+    """The chain a move at `p` joined, where the move took a chain of `colour` in atari to two liberties."""
+    chain_at = {q: chain for chain in chains(before, size) for q in chain}
+    if not any(before[q] == colour and len(liberties(before, size, chain_at[q])) == 1 for q in neighbours(p, size)):
         return None
-    stones, liberties = _group(after, p, size)
-    return stones if len(liberties) == 2 else None
+    mine = next(chain for chain in chains(after, size) if p in chain)
+    return set(mine) if len(liberties(after, size, mine)) == 2 else None
 
 
 def _outcome(result: str | None, colour: int) -> tuple[bool | None, float | None]:

@@ -31,6 +31,7 @@ from zero.config import GameConfig, NetworkConfig, Params, SearchConfig, usable_
 from zero.evaluator import NetworkEvaluator
 from zero.games import go_kernels as K
 from zero.games import make_game
+from zero.games.go import chains, liberties
 from zero.mcts import Search
 from zero.network import CheckpointError, init_network, load_checkpoint, pick_device, search_network, set_threads
 
@@ -257,7 +258,7 @@ class Engine:
         own = self.ownership(position) if ownership is None else ownership
         board = position.board.reshape(-1)
         dead = []
-        for chain in _chains(board, position.size):
+        for chain in chains(board, position.size):
             if own[chain].mean() * board[chain[0]] < 0:
                 dead += chain
         return sorted(dead)
@@ -281,17 +282,17 @@ class Engine:
         size = position.size
         legal = set(position.legal_actions())
         best, best_key = pass_action, None
-        for chain in _chains(board, size):
+        for chain in chains(board, size):
             if board[chain[0]] != -me or own[chain].mean() * board[chain[0]] >= 0:
                 continue
-            libs = _liberties(board, size, chain)
+            libs = liberties(board, size, chain)
             for p in libs:
                 if p not in legal:
                     continue
                 after = position.play(p).board.reshape(-1)
                 captures = int(((board == -me) & (after == 0)).sum())
-                mine = next(c for c in _chains(after, size) if p in c)
-                key = (captures > 0, len(_liberties(after, size, mine)) >= 2, -len(libs), float(own[p]) * me, -p)
+                mine = next(c for c in chains(after, size) if p in c)
+                key = (captures > 0, len(liberties(after, size, mine)) >= 2, -len(libs), float(own[p]) * me, -p)
                 if best_key is None or key > best_key:
                     best, best_key = p, key
         return best
@@ -330,36 +331,6 @@ def _principal_variation(tree, action: int) -> list[int]:
         pv.append(a)
         node = int(tree.child[0, node, a])
     return pv
-
-
-def _chains(board: np.ndarray, size: int) -> list[list[int]]:
-    """The chains of stones of a flat board, each as a list of points."""
-    seen = np.zeros(board.shape[0], bool)
-    chains = []
-    for start in np.flatnonzero(board):
-        if seen[start]:
-            continue
-        colour, chain, todo = board[start], [], [int(start)]
-        seen[start] = True
-        while todo:
-            p = todo.pop()
-            chain.append(p)
-            for q in _neighbours(p, size):
-                if not seen[q] and board[q] == colour:
-                    seen[q] = True
-                    todo.append(q)
-        chains.append(sorted(chain))
-    return chains
-
-
-def _liberties(board: np.ndarray, size: int, chain: list[int]) -> list[int]:
-    return sorted({q for p in chain for q in _neighbours(p, size) if board[q] == 0})
-
-
-def _neighbours(p: int, size: int) -> list[int]:
-    r, c = divmod(p, size)
-    return [(r + dr) * size + c + dc for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1))
-            if 0 <= r + dr < size and 0 <= c + dc < size]
 
 
 @functools.lru_cache(maxsize=None)

@@ -314,6 +314,38 @@ class GoPosition(Position):
         return f"GoPosition(size={self.size}, komi={self.komi}, {side} to play)\n{self.render()}"
 
 
+def neighbours(p: int, size: int) -> list[int]:
+    """The orthogonal neighbours of point `p` of a flat size x size board."""
+    r, c = divmod(p, size)
+    return [(r + dr) * size + c + dc for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1))
+            if 0 <= r + dr < size and 0 <= c + dc < size]
+
+
+def chains(board: np.ndarray, size: int) -> list[list[int]]:
+    """The chains of stones of a flat board, each as a sorted list of points."""
+    seen = np.zeros(board.shape[0], bool)
+    found = []
+    for start in np.flatnonzero(board):
+        if seen[start]:
+            continue
+        colour, chain, todo = board[start], [], [int(start)]
+        seen[start] = True
+        while todo:
+            p = todo.pop()
+            chain.append(p)
+            for q in neighbours(p, size):
+                if not seen[q] and board[q] == colour:
+                    seen[q] = True
+                    todo.append(q)
+        found.append(sorted(chain))
+    return found
+
+
+def liberties(board: np.ndarray, size: int, chain: list[int]) -> list[int]:
+    """The empty points next to a chain of a flat board."""
+    return sorted({q for p in chain for q in neighbours(p, size) if board[q] == 0})
+
+
 def ownership_and_score(board: np.ndarray, komi: float) -> tuple[np.ndarray, float]:
     """Tromp-Taylor ownership of every point of a finished board, and its score, from black's view.
 
