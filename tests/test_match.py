@@ -121,3 +121,26 @@ def test_a_network_spec_chooses_its_precision_on_the_cpu(tiny_params, tiny_check
             make_player(f"{tiny_checkpoint}{bad}", tiny_params, game, visits=8)
     out = run_match(game, bf16, fp32, num_games=2, seed=1, concurrent=2, opening_moves=2)
     assert out.result.games == 2
+
+
+def test_a_network_spec_sets_its_own_search_constants(tiny_params, tmp_path):
+    import pytest
+
+    from zero.network import ScoreUtilityNet, init_checkpoint
+
+    params = tiny_params.model_copy(update={"network": tiny_params.network.model_copy(update={"aux_heads": True})})
+    path = tmp_path / "aux.pt"
+    init_checkpoint(params, path, seed=0)
+    game = make_game(params.game)
+    tuned = make_player(f"{path}@cp2.5@fpu0.1@su0.3@v12", params, game, visits=40, seed=0)
+    c = tuned.config
+    assert (c.c_puct, c.fpu_reduction, c.visits) == (2.5, 0.1, 12)
+    assert isinstance(tuned.evaluator.net, ScoreUtilityNet) and tuned.evaluator.net.weight == 0.3
+    plain = make_player(str(path), params, game, visits=40, seed=0)
+    assert (plain.config.c_puct, plain.config.fpu_reduction) == (params.mcts.c_puct, params.mcts.fpu_reduction)
+    assert not isinstance(plain.evaluator.net, ScoreUtilityNet)  # the params' score_utility, 0 here
+    for bad in ("@cp0", "@cp11", "@cp-1", "@cp2.5.1", "@cp", "@fpu3", "@su1e2", "@cpx"):
+        with pytest.raises(ValueError, match=r"is not an option .*@cp<0.1-10.0> mcts.c_puct"):
+            make_player(f"{path}{bad}", params, game, visits=8)
+    out = run_match(game, tuned, plain, num_games=2, seed=1, concurrent=2, opening_moves=2)
+    assert out.result.games == 2

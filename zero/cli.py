@@ -670,7 +670,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("match", parents=[common], help="play a match between two players")
     p.add_argument("--a", default="shipped",
                    help="checkpoint, 'shipped' (the champion shipped for the board; the default), 'random', "
-                        "'mcts:N', 'init' or 'gtp:<command>'")
+                        "'mcts:N', 'init' or 'gtp:<command>'; a checkpoint may end in player options: "
+                        "@v<N> visits, @cp<X> c_puct, @fpu<X> fpu_reduction, @su<X> score_utility, @bf1/@bf0 "
+                        "bfloat16/float32, @lb<N> leaf batch, @f<N> batches in flight (models/go-9.pt@cp2@v400)")
     p.add_argument("--b", required=True, help="like --a")
     p.add_argument("--games", type=_count(MAX_GAMES), default=None)
     p.add_argument("--seed", type=_seed, default=0)

@@ -33,25 +33,39 @@ ROLLOUT_C_PUCT = 3.0
 MATCH_SGF = "match.sgf.gz"  # a match's games, one gzip-compressed SGF collection in its --sgf-dir
 
 
-# A network player's options: key -> (largest value, what it sets).
+# A network player's options: key -> (smallest value, largest value, what it sets); the search constants take
+# decimals (`@cp2.5`), the others whole numbers.
 PLAYER_OPTIONS = {"lb": (1, 256, "leaf batch"), "f": (1, 16, "leaf batches in flight"), "v": (1, 100_000, "visits"),
-                  "bf": (0, 1, "the network in bfloat16 on the CPU, gate.cpu_bf16")}
+                  "bf": (0, 1, "the network in bfloat16 on the CPU, gate.cpu_bf16"),
+                  "cp": (0.1, 10.0, "mcts.c_puct"), "fpu": (0.0, 2.0, "mcts.fpu_reduction"),
+                  "su": (0.0, 2.0, "mcts.score_utility")}
+# the search constants the decimal options set
+SEARCH_OPTIONS = {"cp": "c_puct", "fpu": "fpu_reduction", "su": "score_utility"}
+
+
+def _option_value(key: str, text: str) -> int | float | None:
+    """An option's value from its text, None when it is not a number of the option's kind."""
+    if not text.isascii():
+        return None
+    if key in SEARCH_OPTIONS:
+        return float(text) if text.replace(".", "", 1).isdigit() else None
+    return int(text) if text.isdigit() else None
 
 
 def split_options(spec: str) -> tuple[str, dict]:
-    """`models/go-9.pt@lb8@f2@v300@bf1` -> ("models/go-9.pt", {"lb": 8, "f": 2, "v": 300, "bf": 1}): a network
-    player's own leaf batch (lb, 1 to 256), leaf batches in flight (f, 1 to 16), visits a move (v, 1 to
-    100,000) and network precision on the CPU (bf1: bfloat16, bf0: float32). ValueError names a bad option."""
+    """`models/go-9.pt@lb8@f2@v300@bf1@cp2.5` -> ("models/go-9.pt", {"lb": 8, "f": 2, "v": 300, "bf": 1,
+    "cp": 2.5}): a network player's own leaf batch (lb, 1 to 256), leaf batches in flight (f, 1 to 16), visits
+    a move (v, 1 to 100,000), network precision on the CPU (bf1: bfloat16, bf0: float32) and search constants
+    (cp: c_puct, fpu: fpu_reduction, su: score_utility). ValueError names a bad option."""
     path, *parts = spec.split("@")
     options = {}
     for part in parts:
-        key = next((k for k in PLAYER_OPTIONS if part.startswith(k)), None)
-        value = part[len(key or ""):]
-        low, top = PLAYER_OPTIONS[key][:2] if key else (0, 0)
-        if key is None or not (value.isascii() and value.isdigit()) or not low <= int(value) <= top:
+        key = next((k for k in sorted(PLAYER_OPTIONS, key=len, reverse=True) if part.startswith(k)), None)
+        value = _option_value(key, part[len(key):]) if key else None
+        if value is None or not PLAYER_OPTIONS[key][0] <= value <= PLAYER_OPTIONS[key][1]:
             known = ", ".join(f"@{k}<{lo}-{hi}> {what}" for k, (lo, hi, what) in PLAYER_OPTIONS.items())
             raise ValueError(f"player {spec!r}: {part!r} is not an option ({known})")
-        options[key] = int(value)
+        options[key] = value
     return path, options
 
 
@@ -85,15 +99,18 @@ def make_player(spec: str, params, game: Game, visits: int, seed: int = 0):
     any twice); `gtp:<command line>`
     (an external GTP engine such as `gtp:gnugo --mode gtp --level 1`). A network's
     spec may end in `@lb<N>` (its search evaluates N leaves a call, mcts.leaf_batch), `@f<N>` (N such
-    batches in flight, mcts.leaf_batches_in_flight), `@v<N>` (its own visits a move) and `@bf1` / `@bf0`
-    (its network in bfloat16 / float32 on the CPU; bf1 takes the fast evaluation, gate.fast_inference):
-    `models/go-9.pt@lb8@v300` against `models/go-9.pt`, `models/go-9.pt@bf1` against `models/go-9.pt@bf0`.
+    batches in flight, mcts.leaf_batches_in_flight), `@v<N>` (its own visits a move), `@bf1` / `@bf0`
+    (its network in bfloat16 / float32 on the CPU; bf1 takes the fast evaluation, gate.fast_inference) and
+    `@cp<X>`, `@fpu<X>`, `@su<X>` (its own mcts.c_puct, fpu_reduction and score_utility): `models/go-9.pt@lb8@v300`
+    against `models/go-9.pt`, `models/go-9.pt@bf1` against `models/go-9.pt@bf0`, `models/go-9.pt@cp2.5` against
+    `models/go-9.pt`.
     """
     mc, name = params.mcts, Path(spec).name
     if not spec.startswith(("gtp:", "mcts:")) and "@" in spec:
         spec, options = split_options(spec)
         mc = mc.model_copy(update={"leaf_batch": options.get("lb", mc.leaf_batch),
-                                   "leaf_batches_in_flight": options.get("f", mc.leaf_batches_in_flight)})
+                                   "leaf_batches_in_flight": options.get("f", mc.leaf_batches_in_flight),
+                                   **{name: options[k] for k, name in SEARCH_OPTIONS.items() if k in options}})
         visits = options.get("v", visits)
         if "bf" in options:
             gate = params.gate.model_copy(update={"cpu_bf16": bool(options["bf"]), "fast_inference": True}
