@@ -110,7 +110,7 @@ def make_player(spec: str, params, game: Game, visits: int, seed: int = 0):
         spec, options = split_options(spec)
         mc = mc.model_copy(update={"leaf_batch": options.get("lb", mc.leaf_batch),
                                    "leaf_batches_in_flight": options.get("f", mc.leaf_batches_in_flight),
-                                   **{name: options[k] for k, name in SEARCH_OPTIONS.items() if k in options}})
+                                   **{field: options[k] for k, field in SEARCH_OPTIONS.items() if k in options}})
         visits = options.get("v", visits)
         if "bf" in options:
             gate = params.gate.model_copy(update={"cpu_bf16": bool(options["bf"]), "fast_inference": True}
