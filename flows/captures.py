@@ -49,7 +49,8 @@ def _escape(before, after, p: int, size: int, colour: int) -> set | None:
     return set(mine) if len(liberties(after, size, mine)) == 2 else None
 
 
-def _outcome(result: str | None, colour: int) -> tuple[bool | None, float | None]:
+def outcome(result: str | None, colour: int) -> tuple[bool | None, float | None]:
+    """Whether `colour` won an SGF result (None: a draw or none) and by how many points (None: a resignation)."""
     if not result or result[0] not in "BW" or len(result) < 3:
         return None, None
     won = (result[0] == "B") == (colour == BLACK)
@@ -67,7 +68,7 @@ def game_captures(record: SgfGame, player: str, game: str) -> GameCaptures:
     if player not in (record.black, record.white):
         raise ValueError(f"{game}: {player!r} is neither player (black {record.black!r}, white {record.white!r})")
     colour = BLACK if record.black == player else WHITE
-    won, margin = _outcome(record.result, colour)
+    won, margin = outcome(record.result, colour)
     position = GoPosition.initial(record.size, komi=record.komi or 0.0, open_ended=True)
     lost, taken, escapes, escaped = [], [], [], []  # escaped: (move number, the group's stones) of each escape
     size = record.size
