@@ -11,6 +11,11 @@ seldom reads for the opponent (a blind spot of the policy); a value still high b
 value head misjudged. Summed over the player's losses and its wins, beside the share of low priors among all
 of the opponent's moves in those games (the first `--opening` moves, the ladder's random stones, left out).
 
+A raw value is not the search's view. With `--visits N` (and the params file whose search plays), each loss's
+positions with the player to move, in the `--before` moves before its turn, are searched again from a fresh
+tree, and the search's value for the player is set beside the network's: how many moves before the value head
+the search saw the game turn.
+
     python -m flows.turns docs/strength/go-9-campaign-g574-fresh/sgf/g574--pachi-5000--ladder.sgf.gz \\
         --player g574 --model models/go-9.pt
 """
@@ -28,6 +33,8 @@ import numpy as np
 import torch
 
 from flows.captures import outcome
+from zero.config import ConfigError, load_params
+from zero.engine import Engine, EngineConfig
 from zero.evaluator import masked_softmax
 from zero.games.go import BLACK, WHITE, GoPosition
 from zero.network import CheckpointError, load_checkpoint
@@ -48,6 +55,7 @@ class GameTurn:
     ranks: list[int]  # each move's rank among the legal moves by that prior (1: the network's first choice)
     turn: int | None  # the move number (from 1) of the opponent's move after which the value fell the most
     drop: float | None  # how far it fell (value before minus value after)
+    searched: dict[int, float] | None = None  # moves before the turn -> the search's value for the player there
 
     def at_turn(self) -> dict | None:
         """The turn's move number, the player's value before and after it, the move's prior and rank, and the
@@ -116,6 +124,35 @@ def game_turn(record: SgfGame, player: str, game: str, net, opening: int = 2) ->
                     [round(float(p), 5) for p in played], ranks, turn, None if drop is None else round(drop, 4))
 
 
+def search_before(record: SgfGame, turn: GameTurn, engine, before: int = 12) -> dict[int, float]:
+    """The search's value for the player (`engine.analyse`, a fresh tree each time) of the positions with the
+    player to move in the `before` moves before the turn, keyed by how many moves before the turn they stood."""
+    if turn.turn is None:
+        return {}
+    position = _position(record, engine.game.num_planes, turn.game)
+    wanted = range(max(0, turn.turn - 1 - before), turn.turn - 1)
+    out = {}
+    for i, action in enumerate(record.moves[: turn.turn - 1]):
+        if i in wanted and position.to_play == turn.colour:
+            engine.forget()
+            out[turn.turn - 1 - i] = round(engine.analyse(position)[1], 4)
+        position = position.play(int(action))
+    return out
+
+
+def searched_summary(games: list[GameTurn]) -> dict:
+    """For each distance before the turn: the losses searched there, and in how many the search's value and
+    the network's were above 0."""
+    out = {}
+    for g in games:
+        for k, v in (g.searched or {}).items():
+            row = out.setdefault(int(k), {"losses": 0, "search_above_0": 0, "network_above_0": 0})
+            row["losses"] += 1
+            row["search_above_0"] += v > 0
+            row["network_above_0"] += g.values[g.turn - 1 - int(k)] > 0
+    return dict(sorted(out.items()))
+
+
 def summarise(games: list[GameTurn], opening: int = 2, low: float = LOW_PRIOR) -> dict:
     """Per outcome (wins, losses, draws): the games, the median move, drop, values and prior rank of their
     turns (and the rank of the player's own move before each), how many turns had a prior below `low` and a value above MISJUDGED before them, and the share of
@@ -154,6 +191,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--opening", type=int, default=2, help="the first moves, never a turn (the ladder's random "
                                                           "stones: 2)")
     ap.add_argument("--low", type=float, default=LOW_PRIOR, help="a prior below this is a blind spot")
+    ap.add_argument("--visits", type=int, default=0, help="also search each loss's positions before its turn "
+                                                         "with this many visits (0: no search)")
+    ap.add_argument("--before", type=int, default=12, help="with --visits: how many moves before the turn")
+    ap.add_argument("--params", help="with --visits: the params file whose search plays (default: params.yaml if "
+                                     "present)")
+    ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="override one parameter of --params; repeatable")
     ap.add_argument("--json", action="store_true", help="every game's values, priors and turn as JSON, then the "
                                                         "summary")
     args = ap.parse_args(argv)
@@ -161,18 +205,32 @@ def main(argv: list[str] | None = None) -> int:
     try:
         net, _ = load_checkpoint(args.model)
         torch.set_num_threads(1)
+        records = read_collection(path)
         games = [game_turn(g, args.player, f"{path.name}#{i}", net, args.opening)
-                 for i, g in enumerate(read_collection(path), start=1)]
-    except (CheckpointError, SgfError, ValueError) as e:
+                 for i, g in enumerate(records, start=1)]
+        if args.visits > 0:
+            params_file = args.params or ("params.yaml" if Path("params.yaml").is_file() else None)
+            engine = Engine(EngineConfig.from_params(load_params(params_file, args.set), args.visits), args.model)
+            for record, g in zip(records, games):
+                if g.won is False:
+                    g.searched = search_before(record, g, engine, args.before)
+    except (CheckpointError, ConfigError, SgfError, ValueError) as e:
         print(f"python -m flows.turns: error: {e}", file=sys.stderr)
         return 2
     summary = summarise(games, args.opening, args.low)
+    if args.visits > 0:
+        summary["losses_searched"] = searched_summary(games)
     if args.json:
         print(json.dumps({"games": [asdict(g) | {"turn": g.at_turn()} for g in games], "summary": summary}))
     else:
         print(f"{args.player}: {len(games)} games in {args.collection}, read by {args.model}")
         for name, row in summary.items():
-            print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in row.items()))
+            if name == "losses_searched":
+                print(f"  losses searched at {args.visits} visits, by moves before the turn: " + "; ".join(
+                    f"{k}: search above 0 in {r['search_above_0']} of {r['losses']}, network in "
+                    f"{r['network_above_0']}" for k, r in row.items()))
+            else:
+                print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in row.items()))
     return 0
 
 

@@ -103,6 +103,28 @@ def test_command_line_and_bad_input(tmp_path, go5_checkpoint, capsys):
     assert "broken.pt" in capsys.readouterr().err
 
 
+def test_a_loss_searched_before_its_turn(tmp_path, go5_checkpoint, capsys):
+    go5 = ["--set", "game.name=go", "--set", "game.size=5", "--set", "game.komi=0.5", "--set",
+           "game.liberty_planes=true", "--set", "network.size=b1c8", "--set", "network.aux_heads=true"]
+    games = write_collection(tmp_path / "games.sgf.gz", [_sgf(), _sgf(result="B+2.5")])
+    argv = [str(games), "--player", "zero", "--model", str(go5_checkpoint), "--visits", "8", "--before", "6",
+            "--opening", "0", "--json", *go5]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    lost, won = out["games"]
+    assert won["searched"] is None  # only losses are searched
+    turn = lost["turn"]["move"]
+    # black's positions (even indices) among the 6 moves before the turn, keyed by how far before it they stood
+    assert sorted(map(int, lost["searched"])) == [k for k in range(1, 7) if (turn - 1 - k) % 2 == 0
+                                                  and turn - 1 - k >= 0]
+    assert all(-1 <= v <= 1 for v in lost["searched"].values())
+    rows = out["summary"]["losses_searched"]
+    assert {int(k): r["losses"] for k, r in rows.items()} == {int(k): 1 for k in lost["searched"]}
+    assert all(r["search_above_0"] == (lost["searched"][k] > 0) for k, r in rows.items())
+    assert main([*argv[:-len(go5) - 1], "--set", "mcts.c_puct=0"]) == 2  # a bad override is named
+    assert "c_puct" in capsys.readouterr().err
+
+
 def test_evaluate_keeps_priors_on_legal_moves(go5_checkpoint):
     net, _ = load_checkpoint(go5_checkpoint)
     position = GoPosition.initial(5, komi=0.5, open_ended=True, liberty_planes=True).play("C3")
