@@ -154,9 +154,10 @@ def searched_summary(games: list[GameTurn]) -> dict:
 
 
 def summarise(games: list[GameTurn], opening: int = 2, low: float = LOW_PRIOR) -> dict:
-    """Per outcome (wins, losses, draws): the games, the median move, drop, values and prior rank of their
-    turns (and the rank of the player's own move before each), how many turns had a prior below `low` and a value above MISJUDGED before them, and the share of
-    all the opponent's moves (after the opening) with a prior below `low`."""
+    """Per outcome (wins, losses, draws): the games; the median move, drop, values and prior rank of their
+    turns, and the rank of the player's own move before each; how many turns had a prior below `low`, and how
+    many a value above MISJUDGED before them; the share of the opponent's moves (after the opening) with a prior
+    below `low`."""
     out = {}
     for name, pick in (("wins", True), ("losses", False), ("draws", None)):
         rows = [g for g in games if g.won is pick]
