@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from zero.config import (MAX_CONCURRENT, MAX_GAMES, MAX_SEED, MAX_TREE_BYTES, MAX_VISITS, ConfigError,
-                         load_params, params_from_dict, tree_bytes, usable_cores)
+                         load_params_here, params_from_dict, tree_bytes, usable_cores)
 from zero.notation import NotationError, parse_colour
 
 
@@ -168,10 +168,7 @@ def _model_or_shipped(params, model: str | None) -> str | None:
 
 
 def _params(args):
-    path = args.params
-    if path is None and Path("params.yaml").is_file():
-        path = "params.yaml"
-    return load_params(path, args.set)
+    return load_params_here(args.params, args.set)
 
 
 def lineage_of(model: str | Path | None) -> tuple[Path, dict] | None:

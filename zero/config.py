@@ -765,3 +765,10 @@ def load_params(path: str | Path | None = "params.yaml", overrides: list[str] | 
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML ({e})") from None
     return params_from_dict(data, overrides, str(path))
+
+
+def load_params_here(path: str | Path | None, overrides: list[str] | None = None) -> Params:
+    """load_params for a command's `--params`: `path`, else ./params.yaml where there is one, else the defaults."""
+    if path is None and Path("params.yaml").is_file():
+        path = "params.yaml"
+    return load_params(path, overrides)

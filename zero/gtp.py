@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TextIO
 
 from zero import __version__
@@ -114,7 +113,7 @@ def run_gtp(params, model: str | None, visits: int | None, stdin: TextIO, stdout
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m zero.gtp [--params FILE] [--set k=v] [--model PATH] [--visits N]`."""
-    from zero.config import ConfigError, load_params
+    from zero.config import ConfigError, load_params_here
 
     parser = argparse.ArgumentParser(prog="zero gtp", description="GTP v2 engine on stdin/stdout")
     parser.add_argument("--params", default=None, help="params file (default: params.yaml if present)")
@@ -122,11 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None, help="network checkpoint (default: a fresh network)")
     parser.add_argument("--visits", type=int, default=None)
     args = parser.parse_args(argv)
-    path = args.params
-    if path is None and Path("params.yaml").is_file():
-        path = "params.yaml"
     try:
-        params = load_params(path, args.set)
+        params = load_params_here(args.params, args.set)
     except ConfigError as e:
         print(f"zero gtp: error: {e}", file=sys.stderr)
         return 2
