@@ -60,14 +60,20 @@ def outcome(result: str | None, colour: int) -> tuple[bool | None, float | None]
         return won, None
 
 
-def game_captures(record: SgfGame, player: str, game: str) -> GameCaptures:
-    """The captures of one Go game in which `player` is PB or PW; `game` names it in errors and the result.
-    ValueError names what is wrong."""
+def player_colour(record: SgfGame, player: str, game: str) -> int:
+    """`player`'s colour in a Go game on a square board (BLACK or WHITE); ValueError, naming `game`, if the
+    record is not one or `player` is neither PB nor PW."""
     if record.game != "go" or record.size is None:
         raise ValueError(f"{game}: not a Go game on a square board")
     if player not in (record.black, record.white):
         raise ValueError(f"{game}: {player!r} is neither player (black {record.black!r}, white {record.white!r})")
-    colour = BLACK if record.black == player else WHITE
+    return BLACK if record.black == player else WHITE
+
+
+def game_captures(record: SgfGame, player: str, game: str) -> GameCaptures:
+    """The captures of one Go game in which `player` is PB or PW; `game` names it in errors and the result.
+    ValueError names what is wrong."""
+    colour = player_colour(record, player, game)
     won, margin = outcome(record.result, colour)
     position = GoPosition.initial(record.size, komi=record.komi or 0.0, open_ended=True)
     lost, taken, escapes, escaped = [], [], [], []  # escaped: (move number, the group's stones) of each escape

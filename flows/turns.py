@@ -32,11 +32,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from flows.captures import outcome
-from zero.config import ConfigError, load_params
+from flows.captures import outcome, player_colour
+from zero.config import ConfigError, load_params_here
 from zero.engine import Engine, EngineConfig
 from zero.evaluator import masked_softmax
-from zero.games.go import BLACK, WHITE, GoPosition
+from zero.games.go import BLACK, GoPosition
 from zero.network import CheckpointError, load_checkpoint
 from zero.sgf import SgfError, SgfGame, read_collection
 
@@ -89,14 +89,10 @@ def evaluate(net, planes: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np
 def game_turn(record: SgfGame, player: str, game: str, net, opening: int = 2) -> GameTurn:
     """The turn of one Go game in which `player` is PB or PW, as `net` sees it; `game` names it in errors and
     the result. The first `opening` moves are never a turn. ValueError names what is wrong."""
-    if record.game != "go" or record.size is None:
-        raise ValueError(f"{game}: not a Go game on a square board")
-    if player not in (record.black, record.white):
-        raise ValueError(f"{game}: {player!r} is neither player (black {record.black!r}, white {record.white!r})")
+    colour = player_colour(record, player, game)
     c = net.config
     if (c.height, c.width) != (record.size, record.size):
         raise ValueError(f"{game}: a {record.size}x{record.size} game, but the network is for {c.height}x{c.width}")
-    colour = BLACK if record.black == player else WHITE
     won, _ = outcome(record.result, colour)
     position = _position(record, c.in_planes, game)
     planes, legal, movers = [], [], []
@@ -210,8 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         games = [game_turn(g, args.player, f"{path.name}#{i}", net, args.opening)
                  for i, g in enumerate(records, start=1)]
         if args.visits > 0:
-            params_file = args.params or ("params.yaml" if Path("params.yaml").is_file() else None)
-            engine = Engine(EngineConfig.from_params(load_params(params_file, args.set), args.visits), args.model)
+            engine = Engine(EngineConfig.from_params(load_params_here(args.params, args.set), args.visits), args.model)
             for record, g in zip(records, games):
                 if g.won is False:
                     g.searched = search_before(record, g, engine, args.before)
