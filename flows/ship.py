@@ -23,7 +23,6 @@ later without its workspace (`--saved campaigns/state`, `make ship LINE=go-9 SAV
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 from pathlib import Path

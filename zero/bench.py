@@ -210,7 +210,7 @@ WARM_UP_VISITS = 4
 
 def kernel_compiles() -> dict:
     """This process's numba kernels so far: {"compiled": specialisations compiled here, "loaded": those read
-    from numba's cache (NUMBA_CACHE_DIR, else each module's __pycache__)}."""
+    from numba's cache (NUMBA_CACHE_DIR: zero/__pycache__/numba-<digest of the kernels' files> unless set)}."""
     import importlib
 
     compiled = loaded = 0

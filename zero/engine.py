@@ -340,8 +340,8 @@ def _tables(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return nbrs, diags, K.zobrist_table(size)
 
 
-# Cached like the kernels it calls (compiling takes seconds). Numba keys the cache on this file
-# only: after a change to the go_kernels rules, clear __pycache__ so this is compiled again.
+# Cached like the kernels it calls (compiling takes seconds); the cache's directory changes with the
+# go_kernels rules it inlines (zero/__init__.py), so a change there compiles it again.
 @numba.njit(cache=True)
 def _playout_ownership(board0, colour0, hashes, playouts, max_moves, rng, zobrist, nbrs, diags, total):
     """Add the Tromp-Taylor owner of every point (+1 black, -1 white, 0 neither) after each playout to total."""
