@@ -47,6 +47,7 @@ class GameRecord:
     resigned: bool = False
     score: float = 0.0  # Go: Tromp-Taylor score when played out
     resign_value: list = field(default_factory=lambda: [1.0, 1.0])  # lowest resign statistic, black / white
+    root_values: list = field(default_factory=list)  # the search's root value of each recorded position (Choice.value)
     final_board: np.ndarray | None = None  # Go, with ArenaRules.final_board: the board a played-out game ended on
 
     def result_text(self) -> str:
@@ -62,6 +63,8 @@ class Choice(NamedTuple):
     policy: np.ndarray | None = None  # [L, A] float32 search policy, the training target in self-play
     record: np.ndarray | None = None  # [L] bool: positions to keep as training targets (None: all)
     done: np.ndarray | None = None  # [L] bool: slots whose search has ended and that move now (None: all)
+    value: np.ndarray | None = None  # [L] float32: the search's root value by the value head, mover's view
+    #                                  (Tree.root_head_values), the q of a q/z value target (None: no search)
 
 
 def game_seed(seed: int, index: int) -> int:
@@ -226,7 +229,8 @@ class MCTSPlayer:
         root_v, best_q = self.search.tree.root_values(slots)
         c = self.config
         best = self.search.tree.best_actions(slots, c.lcb_stdevs, c.lcb_min_visit_share) if c.lcb_stdevs > 0 else None
-        return Choice(choose_moves(policy, sample, rngs, best), np.maximum(root_v, best_q), policy, full)
+        return Choice(choose_moves(policy, sample, rngs, best), np.maximum(root_v, best_q), policy, full,
+                      value=self.search.tree.root_head_values(slots))
 
     def _step(self, slots: np.ndarray, sample: np.ndarray, rngs: list) -> Choice:
         """step_rounds rounds of the slots' searches, those that start here drawing their caps and noise;
@@ -243,12 +247,13 @@ class MCTSPlayer:
         done = self.search.tree.searched(slots, self._target[slots])
         L, A = len(slots), self.game.num_actions
         out = Choice(np.full(L, -1, np.int64), np.ones(L, np.float32), np.zeros((L, A), np.float32),
-                     self._full[slots].copy() if self.playout_cap is not None else None, done)
+                     self._full[slots].copy() if self.playout_cap is not None else None, done, np.zeros(L, np.float32))
         idx = np.flatnonzero(done)
         if len(idx):
             part = self._choice(slots[idx], sample[idx], [rngs[i] for i in idx],
                                 None if out.record is None else out.record[idx])
             out.actions[idx], out.resign[idx], out.policy[idx] = part.actions, part.resign, part.policy
+            out.value[idx] = part.value
         return out
 
 
@@ -426,7 +431,8 @@ class _Arena:
             idx = np.flatnonzero(choice.done)
             slots, counts = slots[idx], counts[idx]
             choice = Choice(choice.actions[idx], choice.resign[idx], choice.policy[idx],
-                            None if choice.record is None else choice.record[idx])
+                            None if choice.record is None else choice.record[idx],
+                            value=None if choice.value is None else choice.value[idx])
             if len(slots) == 0:
                 return
         if rules.record:
@@ -448,6 +454,8 @@ class _Arena:
                 rec.planes.append(packed[i])
                 rec.policies.append(choice.policy[i])
                 rec.to_play.append(color)
+                if choice.value is not None:
+                    rec.root_values.append(float(choice.value[i]))
             self.play(slot, int(choice.actions[i]))
             if game.is_over(batch, slot):
                 rec.result = int(game.outcome(batch, slot))

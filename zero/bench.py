@@ -115,7 +115,7 @@ def _network(params, game, device, model: str | None):
 
 def _evaluator(net, sym, device, sp, mcts=None) -> NetworkEvaluator:
     if mcts is not None:
-        net = search_network(net, mcts.score_utility, mcts.score_utility_scale)
+        net = search_network(net, mcts.score_utility, mcts.score_utility_scale, head_value=sp.root_values)
     return NetworkEvaluator(net, sym, 0, device, half=sp.half_precision, fast=sp.fast_inference,
                             cpu_bf16=sp.cpu_bf16)
 

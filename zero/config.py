@@ -36,7 +36,7 @@ MAX_BLOCKS = 256
 MAX_FILTERS = 4096
 MAX_NETWORK_BYTES = 2**30  # float32 weights of the network (the paper's 40-block network: ~0.2 GiB on 19x19)
 MAX_TREE_BYTES = 16 * 2**30  # preallocated search trees of a stage (all games, both players)
-TREE_BYTES_PER_EDGE = 16  # N, W, P, child: 4 bytes each per [game, node, action]
+TREE_BYTES_PER_EDGE = 24  # N, W, W2, V, P, child: 4 bytes each per [game, node, action]
 
 
 class ConfigError(ValueError):
@@ -491,6 +491,10 @@ class SelfPlayConfig(_ComputeSection):
     # randomization a round's network call then holds nearly every game in progress, not only the few
     # still on a full search (the symmetries drawn and so the bytes of a shard differ, hence a switch).
     step_rounds: int = _int(0, ge=0, le=MAX_VISITS, switch=True)
+    # root_values: each recorded position also keeps its search's root value, the mean of the value head's
+    # values backed up through the root (side to move's view; without mcts.score_utility, the root's Q),
+    # as the shard's `root_value`: the q that train.value_q_weight mixes into the value target.
+    root_values: bool = _bool(False, switch=True)
 
     @model_validator(mode="after")
     def _fast_visits_fit(self) -> "SelfPlayConfig":
@@ -525,6 +529,9 @@ class TrainConfig(_ComputeSection):
     cuda_graph: on CUDA, each step's work (forward, backward, clip, update) replayed from one CUDA graph
         instead of launched kernel by kernel from Python, where a small network's training spends most of
         its time; no effect on the CPU. The same steps up to the kernels the libraries choose, so a switch.
+    value_q_weight: the value head's target is (1 - w) z + w q, z the game's outcome and q the self-play
+        search's root value of the position (selfplay.root_values; positions of shards without it keep
+        z): a target less noisy than one game's outcome (Lc0's q/z mix). Held-out losses stay against z.
     """
 
     batch_size: int = _int(256, ge=1, le=MAX_BATCH)
@@ -546,6 +553,7 @@ class TrainConfig(_ComputeSection):
     channels_last: bool = _bool(False, switch=True)
     cpu_bf16: bool = _bool(False, switch=True)
     cuda_graph: bool = _bool(False, switch=True)
+    value_q_weight: float = _float(0.0, ge=0, le=1, switch=True)
 
 
 class GateConfig(_ComputeSection):
@@ -661,6 +669,9 @@ class Params(_Section):
         if self.mcts.root == "gumbel" and self.selfplay.full_search_share < 1:
             raise ValueError("mcts.root, selfplay.full_search_share: Gumbel search gives every move its own "
                              "budget; playout cap randomization (full_search_share < 1) needs mcts.root: puct")
+        if self.train.value_q_weight > 0 and not self.selfplay.root_values:
+            raise ValueError("train.value_q_weight needs selfplay.root_values: true (the self-play search's root "
+                             "values are the q it mixes into the value target)")
         return self
 
     @model_validator(mode="after")

@@ -69,6 +69,7 @@ class NetworkEvaluator:
         if cpu_bf16 and not fast and not self.cuda:
             raise ValueError("cpu_bf16 needs the fast evaluation (fast_inference): the eager path is float32")
         self.half = half if self.cuda else cpu_bf16
+        self.value_width = getattr(net, "value_width", 1)  # 2: the utility and the value head (ScoreUtilityNet)
         self.perms = symmetries
         if symmetries is not None:
             self.inverse = np.argsort(symmetries, axis=1)
@@ -116,13 +117,14 @@ class NetworkEvaluator:
         return inputs.legal, live, sym, self._launch(planes)
 
     def collect(self, handle) -> tuple[np.ndarray, np.ndarray]:
-        """(priors [L, A] over the legal actions, values [L]) of a `submit`ted batch of leaves."""
+        """(priors [L, A] over the legal actions, values [L], or [L, 2] from a network that returns its value
+        head beside a score utility: zero.mcts.split_values) of a `submit`ted batch of leaves."""
         legal, live, sym, call = handle
         if isinstance(call, Future):
             call = call.result()
         L, A = legal.shape
         priors = np.zeros((L, A), np.float32)
-        values = np.zeros(L, np.float32)
+        values = np.zeros((L, self.value_width) if self.value_width > 1 else L, np.float32)
         if call is None:
             return priors, values
         if self.leaf_net is not None:
@@ -166,7 +168,7 @@ class NetworkEvaluator:
                 logits, value = self.net(x)
             end.record()
             logits_host[:n].copy_(logits.float(), non_blocking=True)
-            value_host[:n].copy_(value.float().reshape(-1), non_blocking=True)
+            value_host[:n].copy_(value.float().reshape(value_host[:n].shape), non_blocking=True)
         done = torch.cuda.Event()
         done.record()
         return done, begin, end, logits_host[:n], value_host[:n]
@@ -233,7 +235,8 @@ class NetworkEvaluator:
             self._fast_pinned = [(torch.empty((cap, *shape[1:]), dtype=torch.uint8, pin_memory=True),
                                   torch.zeros(cap, dtype=torch.int64, pin_memory=True),
                                   torch.empty((cap, A), dtype=torch.bool, pin_memory=True),
-                                  torch.empty((cap, A), pin_memory=True), torch.empty(cap, pin_memory=True))
+                                  torch.empty((cap, A), pin_memory=True), torch.empty(self._value_shape(cap),
+                                                                                      pin_memory=True))
                                  for _ in range(self.RING)]
             self._fast_slot = 0
         self._fast_slot = (self._fast_slot + 1) % self.RING
@@ -248,10 +251,13 @@ class NetworkEvaluator:
                 probe = self.net(torch.zeros((1, c, h, w), device=self.device))[0]
             A = probe.shape[1]
             self._pinned = [(torch.empty((cap, c, h, w), pin_memory=True), torch.empty((cap, A), pin_memory=True),
-                             torch.empty(cap, pin_memory=True)) for _ in range(self.RING)]
+                             torch.empty(self._value_shape(cap), pin_memory=True)) for _ in range(self.RING)]
             self._slot = 0
         self._slot = (self._slot + 1) % self.RING
         return self._pinned[self._slot]
+
+    def _value_shape(self, n: int) -> tuple:
+        return (n, self.value_width) if self.value_width > 1 else (n,)
 
 
 class UniformEvaluator:

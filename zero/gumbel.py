@@ -189,7 +189,7 @@ class GumbelPlayer(MCTSPlayer):
                 p = policy[i].astype(np.float64)
                 actions[i] = rngs[i].choice(A, p=p / p.sum())
         root_v, best_q = tree.root_values(slots)
-        return Choice(actions, np.maximum(root_v, best_q), policy)
+        return Choice(actions, np.maximum(root_v, best_q), policy, value=tree.root_head_values(slots))
 
     def _root_actions(self, active: np.ndarray) -> np.ndarray:
         """The root action of the next simulation in each active slot: sequential halving's turn."""

@@ -196,7 +196,7 @@ class LeafNet:
         any_legal = legal.any(dim=1, keepdim=True)
         masked = logits.masked_fill(~legal, float("-inf")).masked_fill(~any_legal, 0.0)
         priors = torch.softmax(masked, dim=1)
-        return priors, value.float().reshape(-1)
+        return priors, value.float().reshape(n, -1).squeeze(1)  # [n], or [n, 2] with a value head beside
 
     def __call__(self, planes: torch.Tensor, sym: torch.Tensor | None, legal: torch.Tensor
                  ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -52,9 +52,10 @@ def _select(tree, slots, c_puct, fpu_reduction, fpu_value, forced_k, root_action
 
 
 @numba.njit(cache=True)
-def _expand_backup(tree, slots, leaves, priors, values, legal, terminal_values):
-    """Expand each leaf with its priors (or mark it finished) and back its value up the path."""
-    N, W, W2, P, parent, action = tree.N, tree.W, tree.W2, tree.P, tree.parent, tree.action
+def _expand_backup(tree, slots, leaves, priors, values, head_values, legal, terminal_values):
+    """Expand each leaf with its priors (or mark it finished) and back its value up the path: `values`
+    (what the search maximises) into W and W2, `head_values` (the value head's) into V."""
+    N, W, W2, V, P, parent, action = tree.N, tree.W, tree.W2, tree.V, tree.P, tree.parent, tree.action
     expanded, terminal, value = tree.expanded, tree.terminal, tree.value
     A = N.shape[2]
     for i in range(slots.shape[0]):
@@ -67,22 +68,23 @@ def _expand_backup(tree, slots, leaves, priors, values, legal, terminal_values):
                 terminal[b, c] = tv
                 for a in range(A):
                     P[b, c, a] = -1.0
-                v = tv
+                v = h = tv
             else:
                 for a in range(A):
                     P[b, c, a] = priors[i, a] if legal[i, a] else -1.0
                 value[b, c] = values[i]
-                v = values[i]
+                v, h = values[i], head_values[i]
         else:
-            v = terminal[b, c]
+            v = h = terminal[b, c]
         node = c
         while node != 0:
             p = parent[b, node]
             a = action[b, node]
-            v = -v  # the edge belongs to the player at p, the opponent of the player at node
+            v, h = -v, -h  # the edge belongs to the player at p, the opponent of the player at node
             N[b, p, a] += 1
             W[b, p, a] += v
             W2[b, p, a] += v * v
+            V[b, p, a] += h
             node = p
 
 
@@ -98,13 +100,21 @@ def _select_chunks(tree, slots, c_puct, fpu_reduction, fpu_value, forced_k, root
 
 
 @numba.njit(cache=True, parallel=True)
-def _expand_backup_chunks(tree, slots, leaves, priors, values, legal, terminal_values, chunks):
+def _expand_backup_chunks(tree, slots, leaves, priors, values, head_values, legal, terminal_values, chunks):
     """_expand_backup over `chunks` slices of the leaves on numba's threads."""
     L = slots.shape[0]
     for k in numba.prange(chunks):
         lo, hi = k * L // chunks, (k + 1) * L // chunks
-        _expand_backup(tree, slots[lo:hi], leaves[lo:hi], priors[lo:hi], values[lo:hi], legal[lo:hi],
-                       terminal_values[lo:hi])
+        _expand_backup(tree, slots[lo:hi], leaves[lo:hi], priors[lo:hi], values[lo:hi], head_values[lo:hi],
+                       legal[lo:hi], terminal_values[lo:hi])
+
+
+def split_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An evaluator's values as (what the search maximises, the value head's): [L] is both; [L, 2] (a
+    network that returns its value head beside a score utility, zero.network.ScoreUtilityNet) its columns."""
+    if values.ndim == 1:
+        return values, values
+    return np.ascontiguousarray(values[:, 0]), np.ascontiguousarray(values[:, 1])
 
 
 def pruned_policy(tree: Tree, slots: np.ndarray, config: SearchConfig) -> np.ndarray:
@@ -302,7 +312,7 @@ class Search:
         row_slot, _, _, leaves = rows
         self.evaluations += int(np.isnan(inputs.terminal_value).sum())
         undo_virtual(t, row_slot, leaves, len(leaves))
-        _expand_backup(t, row_slot, leaves, priors, values, inputs.legal, inputs.terminal_value)
+        _expand_backup(t, row_slot, leaves, priors, *split_values(values), inputs.legal, inputs.terminal_value)
 
     def _run_in_flight(self, batch, slots: np.ndarray, visits, stop=None) -> None:
         """`run` without root noise, with up to `leaf_batches_in_flight` leaf batches at the evaluator at once.
@@ -430,7 +440,7 @@ class Search:
                                            fill_own_eyes=c.fill_own_eyes, early_passes=c.early_passes)
             priors, values = yield active, paths, depth, inputs
             self.evaluations += int(np.isnan(inputs.terminal_value).sum())
-            backup_args = (t, active, leaves, priors, values, inputs.legal, inputs.terminal_value)
+            backup_args = (t, active, leaves, priors, *split_values(values), inputs.legal, inputs.terminal_value)
             if chunks:
                 _expand_backup_chunks(*backup_args, chunks)
             else:

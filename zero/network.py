@@ -193,25 +193,35 @@ class ScoreUtilityNet(nn.Module):
 
     v is the value head, s the score head's margin in points (both the side to move's), w the weight
     (mcts.score_utility). The utility stays in [-1, 1], so the search's constants, its first-play urgency
-    and the resign statistic keep their ranges. Same call as ZeroNet: (logits [B, A], utility [B]).
+    and the resign statistic keep their ranges. Same call as ZeroNet: (logits [B, A], utility [B]); with
+    `head_value`, (logits, [B, 2] the utility and v), so that the search backs up the value head's
+    values beside the utility (zero.mcts.split_values; the q of a q/z value target).
     """
 
-    def __init__(self, net: ZeroNet, weight: float, scale: float):
+    def __init__(self, net: ZeroNet, weight: float, scale: float, head_value: bool = False):
         super().__init__()
         if not net.config.aux_heads:
             raise ValueError("mcts.score_utility needs a network with the score head (network.aux_heads)")
         self.net, self.weight, self.scale = net, float(weight), float(scale)
         self.config = net.config
+        self.head_value = bool(head_value)
+        self.value_width = 2 if self.head_value else 1
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         logits, value, _, score = self.net.forward_aux(x)
         score_term = torch.atan(score.float() / self.scale) * (2.0 / math.pi)
-        return logits, (value.float() + self.weight * score_term) / (1.0 + self.weight)
+        utility = (value.float() + self.weight * score_term) / (1.0 + self.weight)
+        if self.head_value:
+            return logits, torch.stack([utility, value.float()], dim=1)
+        return logits, utility
 
 
-def search_network(net: ZeroNet, score_utility: float = 0.0, scale: float = 10.0) -> nn.Module:
-    """The network as the search evaluates it: `net` itself, or its ScoreUtilityNet with a weight above 0."""
-    return ScoreUtilityNet(net, score_utility, scale) if score_utility > 0 else net
+def search_network(net: ZeroNet, score_utility: float = 0.0, scale: float = 10.0,
+                   head_value: bool = False) -> nn.Module:
+    """The network as the search evaluates it: `net` itself, or its ScoreUtilityNet with a weight above 0
+    (with `head_value`, returning the value head's value beside the utility). Without a score utility the
+    search's values are the value head's, and `head_value` changes nothing."""
+    return ScoreUtilityNet(net, score_utility, scale, head_value) if score_utility > 0 else net
 
 
 def net_config_for(params, game) -> NetConfig:

@@ -52,10 +52,11 @@ def records_to_shard(records: list[GameRecord], game: Game, params, seed: int, a
     With aux (Go), the shard carries each position's final ownership and score
     (zero.targets), from the games played out; resigned games carry none.
     """
-    planes, policy, value, game_index = [], [], [], []
+    planes, policy, value, game_index, root_value = [], [], [], [], []
     for g, rec in enumerate(records):
         planes.extend(rec.planes)
         policy.extend(rec.policies)
+        root_value.extend(rec.root_values)
         value.extend(rec.result * p for p in rec.to_play)
         game_index.extend([g] * len(rec.planes))
     width = max([len(r.moves) for r in records] + [1])
@@ -71,6 +72,10 @@ def records_to_shard(records: list[GameRecord], game: Game, params, seed: int, a
                  else no_aux_targets(len(r.to_play), game.height * game.width) for r in records]
         targets = {name: np.concatenate([p[i] for p in parts]) if parts else None
                    for i, name in enumerate(("ownership", "score", "aux_mask"))}
+    if params.selfplay.root_values:
+        if len(root_value) != len(value):
+            raise ValueError(f"selfplay.root_values: {len(root_value)} root values for {len(value)} positions")
+        targets["root_value"] = np.clip(np.array(root_value, np.float32), -1.0, 1.0)
     return Shard(
         **targets,
         planes=np.array(planes, np.uint8).reshape(-1, nbytes),
@@ -136,7 +141,8 @@ def play_shard(params, checkpoint: str | Path, out_path: str | Path, seed: int,
     device = pick_device(params.selfplay.device)
     net = load_network(checkpoint, device) if load_network else load_checkpoint(checkpoint, device)[0]
     torch.manual_seed(seed)
-    net = search_network(net, params.mcts.score_utility, params.mcts.score_utility_scale)
+    net = search_network(net, params.mcts.score_utility, params.mcts.score_utility_scale,
+                         head_value=params.selfplay.root_values)
     evaluator = NetworkEvaluator(net, game.symmetries() if params.mcts.symmetries else None,
                                  seed=seed, device=device, half=params.selfplay.half_precision,
                                  fast=params.selfplay.fast_inference, cpu_bf16=params.selfplay.cpu_bf16)

@@ -13,6 +13,11 @@ and the final score from the side to move's view, and a mask saying which
 positions have them (those of played-out games). The three arrays are written
 together or not at all; a shard without them is written byte for byte as
 before and trains without auxiliary targets.
+
+With selfplay.root_values a shard also keeps `root_value`: per position the
+self-play search's root value by the value head (side to move's view), the q
+that train.value_q_weight mixes into the value target. A shard without it is
+written as before.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ class Shard:
     ownership: np.ndarray | None = None  # [P, H*W] int8, final owner of each point, side to move's view (+1/-1/0)
     score: np.ndarray | None = None  # [P] float32, final Tromp-Taylor score, side to move's view, komi included
     aux_mask: np.ndarray | None = None  # [P] bool, the position carries ownership and score targets
+    root_value: np.ndarray | None = None  # [P] float32, the search's root value (value head), side to move's view
 
     @property
     def has_aux(self) -> bool:
@@ -85,6 +91,7 @@ _ARRAYS = {
     "resign_value": np.float32,
 }
 AUX_ARRAYS = {"ownership": np.int8, "score": np.float32, "aux_mask": np.bool_}  # optional, all or none
+OPTIONAL_ARRAYS = {"root_value": np.float32}  # optional, each on its own
 
 
 def pack_planes(planes: np.ndarray) -> np.ndarray:
@@ -106,7 +113,8 @@ def write_shard(path: str | Path, shard: Shard) -> str:
     if present and len(present) != len(AUX_ARRAYS):
         raise ShardError(f"{path}: auxiliary targets need all of {', '.join(AUX_ARRAYS)}, "
                          f"got only {', '.join(present)}")
-    arrays = {**_ARRAYS, **(AUX_ARRAYS if present else {})}
+    arrays = {**_ARRAYS, **(AUX_ARRAYS if present else {}),
+              **{name: dtype for name, dtype in OPTIONAL_ARRAYS.items() if getattr(shard, name) is not None}}
     for name, dtype in arrays.items():
         members.append((f"{name}.npy", _npy_bytes(np.asarray(getattr(shard, name), dtype=dtype))))
     with atomic_write(path) as f:
@@ -143,7 +151,7 @@ def read_shard(path: str | Path) -> Shard:
             if aux and len(aux) != len(AUX_ARRAYS):
                 raise ShardError(f"{path}: inconsistent shard: auxiliary targets {', '.join(aux)} without "
                                  f"{', '.join(sorted(set(AUX_ARRAYS) - set(aux)))}")
-            arrays = {name: z[name] for name in [*_ARRAYS, *aux]}
+            arrays = {name: z[name] for name in [*_ARRAYS, *aux, *(set(OPTIONAL_ARRAYS) & names)]}
     except ShardError:
         raise
     except Exception as e:  # bad zip, truncated member, bad JSON
@@ -189,6 +197,11 @@ def _check(path: Path, s: Shard) -> None:
             problems.append("score holds NaN or infinite values")
         if s.aux_mask.shape != (p,):
             problems.append(f"aux_mask shape {s.aux_mask.shape}")
+    if s.root_value is not None:
+        if s.root_value.dtype != np.float32 or s.root_value.shape != (p,):
+            problems.append(f"root_value {s.root_value.dtype} shape {s.root_value.shape}")
+        elif p and not (np.abs(s.root_value) <= 1.0).all():
+            problems.append("root_value outside [-1, 1] (or NaN)")
     if problems:
         raise ShardError(f"{path}: inconsistent shard: {'; '.join(problems)}")
 

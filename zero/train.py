@@ -514,7 +514,7 @@ def _minibatch(data: TrainData, rng: np.random.Generator, batch_size: int, devic
     """A minibatch drawn with `rng` as tensors on `device`: planes (in `layout`), policy and value targets,
     and (ownership, score, mask) or None without auxiliary targets."""
     index, inverse = data.draw(rng, batch_size)
-    planes, pi, z = data.window.batch(index, inverse)
+    planes, pi, z = data.window.batch(index, inverse, data.q_weight)
     aux = _tensors(device, *data.window.aux_batch(index, inverse)) if data.use_aux else None
     x, pi_t, z_t = _tensors(device, planes, pi, z)
     return x.contiguous(memory_format=layout), pi_t, z_t, aux
@@ -739,6 +739,9 @@ def _summary(model: _Model, data: TrainData, final: dict, holdout: dict, first: 
         summary["holdout"] = {"games": games, "positions": len(data.held_index), **holdout}
     if model.grown_from:
         summary["grown_from"] = model.grown_from
+    if data.q_weight > 0:  # train.value_q_weight: how much of the window had a root value to mix in
+        have = 0 if window.root_value is None else int((~np.isnan(window.root_value)).sum())
+        summary["value_q"] = {"weight": data.q_weight, "positions_with_root_value": have}
     if first:
         summary["resumed_at_step"] = first
     if model.cuda_graph:

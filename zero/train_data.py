@@ -36,6 +36,7 @@ class Window:
     ownership: np.ndarray | None = None  # [N, H*W] int8, side to move's view; None: no shard has aux targets
     score: np.ndarray | None = None  # [N] float32, side to move's view
     aux_mask: np.ndarray | None = None  # [N] bool, the position carries ownership and score
+    root_value: np.ndarray | None = None  # [N] float32, self-play's root value, side to move's view; NaN: none
 
     def __len__(self) -> int:
         return len(self.value)
@@ -50,21 +51,32 @@ class Window:
         own = np.take_along_axis(self.ownership[index], inverse[:, :hw], axis=1).astype(np.float32)
         return own, self.score[index], self.aux_mask[index]
 
-    def batch(self, index: np.ndarray, inverse: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def batch(self, index: np.ndarray, inverse: np.ndarray, q_weight: float = 0.0
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The positions at `index`, each under its own symmetry.
 
         Args:
             index: [B] int, positions of the window.
             inverse: [B, A] int, per position the inverse of its symmetry's
                 permutation (`inverse[b, perm[a]] = a`).
+            q_weight: the value target is (1 - q_weight) z + q_weight q where the position has a root
+                value q (train.value_q_weight); z alone where it has none.
         Returns:
-            planes [B, C, H, W] float32, pi [B, A] float32 (rows sum to 1), z [B] float32.
+            planes [B, C, H, W] float32, pi [B, A] float32 (rows sum to 1), value target [B] float32.
         """
         c, h, w = self.plane_shape
         bits = np.unpackbits(self.planes[index], axis=1, count=c * h * w).reshape(len(index), c, h * w)
         planes, pi = apply_symmetry(bits, self.policy[index].astype(np.float32), inverse)
         pi /= pi.sum(axis=1, keepdims=True)
-        return planes.reshape(-1, c, h, w).astype(np.float32), pi, self.value[index].astype(np.float32)
+        return planes.reshape(-1, c, h, w).astype(np.float32), pi, self.value_target(index, q_weight)
+
+    def value_target(self, index: np.ndarray, q_weight: float = 0.0) -> np.ndarray:
+        """[B] float32: z, mixed with the root value q as (1 - q_weight) z + q_weight q where there is one."""
+        z = self.value[index].astype(np.float32)
+        if q_weight <= 0.0 or self.root_value is None:
+            return z
+        q = self.root_value[index]
+        return np.where(np.isnan(q), z, (1.0 - q_weight) * z + q_weight * q).astype(np.float32)
 
 
 def apply_symmetry(planes: np.ndarray, policy: np.ndarray, inverse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -119,7 +131,8 @@ def load_window(
         if take:
             keep = slice(len(shard.value) - take, None)  # the latest positions of a partly used shard
             aux = (shard.ownership[keep], shard.score[keep], shard.aux_mask[keep]) if shard.has_aux else None
-            parts.append((shard.planes[keep], shard.policy[keep], shard.value[keep], shard.game_index[keep], aux))
+            q = None if shard.root_value is None else shard.root_value[keep]
+            parts.append((shard.planes[keep], shard.policy[keep], shard.value[keep], shard.game_index[keep], aux, q))
             used.append({"path": str(path), "sha256": file_sha256(path), "positions": take})
             remaining -= take
         if remaining == 0:
@@ -135,6 +148,9 @@ def load_window(
                            np.zeros(len(p[2]), np.bool_)) for p in parts]
         aux = {name: np.concatenate([f[i] for f in filled])
                for i, name in enumerate(("ownership", "score", "aux_mask"))}
+    if any(p[5] is not None for p in parts):
+        aux["root_value"] = np.concatenate([np.full(len(p[2]), np.nan, np.float32) if p[5] is None else p[5]
+                                            for p in parts])
     return Window(
         planes=np.concatenate([p[0] for p in parts]),
         policy=np.concatenate([p[1] for p in parts]),
@@ -219,6 +235,7 @@ class TrainData:
     pool: np.ndarray | None  # [N - H] int, the positions trained on; None: the whole window
     newest_shards: int  # the last shards that are the newest generation
     figures: dict  # `reuse`'s
+    q_weight: float = 0.0  # train.value_q_weight: the training draws' value targets mix in the root value
 
     @property
     def steps(self) -> int:
@@ -256,4 +273,4 @@ def training_data(shard_paths: list[str | Path], cfg, net_config, newest_shards:
     return TrainData(window=window, use_aux=bool(nc.aux_heads and window.aux_mask is not None),
                      inverses=symmetry_inverses(nc), held=held, held_index=held_index,
                      pool=np.flatnonzero(~held) if held.any() else None, newest_shards=newest_shards,
-                     figures=figures)
+                     figures=figures, q_weight=cfg.value_q_weight)

@@ -14,7 +14,7 @@ import numpy as np
 from numba.core import types
 from numba.experimental import structref
 
-FIELDS = ("N", "W", "W2", "P", "child", "parent", "action", "expanded", "terminal", "value", "num_nodes")
+FIELDS = ("N", "W", "W2", "V", "P", "child", "parent", "action", "expanded", "terminal", "value", "num_nodes")
 
 
 @structref.register
@@ -34,25 +34,28 @@ class Tree(structref.StructRefProxy):
 
     __slots__ = ("_arrays",)
 
-    def __new__(cls, N, W, W2, P, child, parent, action, expanded, terminal, value, num_nodes) -> "Tree":
-        tree = _new_tree(N, W, W2, P, child, parent, action, expanded, terminal, value, num_nodes)
-        tree._arrays = (N, W, W2, P, child, parent, action, expanded, terminal, value, num_nodes)
+    def __new__(cls, N, W, W2, V, P, child, parent, action, expanded, terminal, value, num_nodes) -> "Tree":
+        tree = _new_tree(N, W, W2, V, P, child, parent, action, expanded, terminal, value, num_nodes)
+        tree._arrays = (N, W, W2, V, P, child, parent, action, expanded, terminal, value, num_nodes)
         return tree
 
     N = property(lambda self: self._arrays[0], doc="[B, M, A] int32, edge visit counts")
     W = property(lambda self: self._arrays[1], doc="[B, M, A] float32, edge total value, chooser's view")
     W2 = property(lambda self: self._arrays[2], doc="[B, M, A] float32, edge total of the squared values "
                                                    "(their variance, for the lower confidence bound)")
-    P = property(lambda self: self._arrays[3], doc="[B, M, A] float32, edge priors; -1 where the action is illegal")
-    child = property(lambda self: self._arrays[4], doc="[B, M, A] int32, child node of each edge, -1 if none")
-    parent = property(lambda self: self._arrays[5], doc="[B, M] int32")
-    action = property(lambda self: self._arrays[6], doc="[B, M] int32, action from the parent")
-    expanded = property(lambda self: self._arrays[7], doc="[B, M] bool")
-    terminal = property(lambda self: self._arrays[8], doc="[B, M] float32, game value at a finished node "
+    V = property(lambda self: self._arrays[3], doc="[B, M, A] float32, edge total of the value head's values, "
+                                                  "chooser's view: W where the search's value is the value head's; "
+                                                  "apart from W under a score utility (mcts.score_utility)")
+    P = property(lambda self: self._arrays[4], doc="[B, M, A] float32, edge priors; -1 where the action is illegal")
+    child = property(lambda self: self._arrays[5], doc="[B, M, A] int32, child node of each edge, -1 if none")
+    parent = property(lambda self: self._arrays[6], doc="[B, M] int32")
+    action = property(lambda self: self._arrays[7], doc="[B, M] int32, action from the parent")
+    expanded = property(lambda self: self._arrays[8], doc="[B, M] bool")
+    terminal = property(lambda self: self._arrays[9], doc="[B, M] float32, game value at a finished node "
                                                           "(side to move's view), NaN otherwise")
-    value = property(lambda self: self._arrays[9], doc="[B, M] float32, network value of the node "
+    value = property(lambda self: self._arrays[10], doc="[B, M] float32, network value of the node "
                                                        "(side to move's view)")
-    num_nodes = property(lambda self: self._arrays[10], doc="[B] int32, nodes in use")
+    num_nodes = property(lambda self: self._arrays[11], doc="[B] int32, nodes in use")
 
     @classmethod
     def allocate(cls, batch_size: int, max_nodes: int, num_actions: int) -> "Tree":
@@ -61,6 +64,7 @@ class Tree(structref.StructRefProxy):
             N=np.zeros(shape3, np.int32),
             W=np.zeros(shape3, np.float32),
             W2=np.zeros(shape3, np.float32),
+            V=np.zeros(shape3, np.float32),
             P=np.zeros(shape3, np.float32),
             child=np.full(shape3, -1, np.int32),
             parent=np.full((batch_size, max_nodes), -1, np.int32),
@@ -131,14 +135,21 @@ class Tree(structref.StructRefProxy):
         best_q = w[rows, best] / np.maximum(n[rows, best], 1)
         return root.astype(np.float32), best_q.astype(np.float32)
 
+    def root_head_values(self, slots: np.ndarray) -> np.ndarray:
+        """[len(slots)] float32: the mean of the value head's values (and finished games' results) backed up
+        through each root, from the root player's view: the search's own value of the position, the q of
+        a q/z value target. The root value of `root_values` where the search backs up the value head's."""
+        n = self.N[slots, 0, :].sum(axis=1)
+        return (self.V[slots, 0, :].sum(axis=1) / np.maximum(n, 1)).astype(np.float32)
+
 
 structref.define_proxy(Tree, TreeType, list(FIELDS))
 
 
 @numba.njit(cache=True)
-def _new_tree(N, W, W2, P, child, parent, action, expanded, terminal, value, num_nodes):
+def _new_tree(N, W, W2, V, P, child, parent, action, expanded, terminal, value, num_nodes):
     """The structref of the arrays (compiled once, then read from numba's cache)."""
-    return Tree(N, W, W2, P, child, parent, action, expanded, terminal, value, num_nodes)
+    return Tree(N, W, W2, V, P, child, parent, action, expanded, terminal, value, num_nodes)
 
 
 @numba.njit(cache=True)
@@ -146,6 +157,7 @@ def _reset_root(tree, b):
     tree.N[b, 0, :] = 0
     tree.W[b, 0, :] = 0.0
     tree.W2[b, 0, :] = 0.0
+    tree.V[b, 0, :] = 0.0
     tree.child[b, 0, :] = -1
     tree.expanded[b, 0] = False
     tree.terminal[b, 0] = np.nan
@@ -155,8 +167,8 @@ def _reset_root(tree, b):
 @numba.njit(cache=True)
 def _promote(tree, b, a):
     """Re-root slot b's tree at the child of edge a, renumbering its subtree from 0."""
-    N, W, W2, P, child, parent, action = tree.N, tree.W, tree.W2, tree.P, tree.child, tree.parent, tree.action
-    expanded, terminal, value = tree.expanded, tree.terminal, tree.value
+    N, W, W2, V, P, child = tree.N, tree.W, tree.W2, tree.V, tree.P, tree.child
+    parent, action, expanded, terminal, value = tree.parent, tree.action, tree.expanded, tree.terminal, tree.value
     root = child[b, 0, a]
     if root < 0 or not expanded[b, root]:
         _reset_root(tree, b)
@@ -181,6 +193,7 @@ def _promote(tree, b, a):
     n_old = N[b][order].copy()
     w_old = W[b][order].copy()
     w2_old = W2[b][order].copy()
+    v_old = V[b][order].copy()
     p_old = P[b][order].copy()
     c_old = child[b][order].copy()
     par_old = parent[b][order].copy()
@@ -192,6 +205,7 @@ def _promote(tree, b, a):
         N[b, j, :] = n_old[j]
         W[b, j, :] = w_old[j]
         W2[b, j, :] = w2_old[j]
+        V[b, j, :] = v_old[j]
         P[b, j, :] = p_old[j]
         for k in range(N.shape[2]):
             c = c_old[j, k]

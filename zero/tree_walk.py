@@ -112,5 +112,6 @@ def new_child(tree, b, node, a):
         tree.N[b, c, k] = 0
         tree.W[b, c, k] = 0.0
         tree.W2[b, c, k] = 0.0
+        tree.V[b, c, k] = 0.0
         tree.child[b, c, k] = -1
     return c
