@@ -165,6 +165,14 @@ def test_self_play_records_each_kept_positions_root_value_and_training_mixes_it_
     assert "value_q" not in train(off, tmp_path / "net.pt", [tmp_path / "q.npz"], tmp_path / "o2.pt", seed=0)
 
 
+def test_gumbel_self_play_records_its_root_values_too(tmp_path):
+    params = load_params(None, [*GO, "selfplay.root_values=true", "mcts.root=gumbel", "mcts.gumbel_considered=4"])
+    init_checkpoint(params, tmp_path / "net.pt", 0)
+    play_shard(params, tmp_path / "net.pt", tmp_path / "g.npz", seed=4)
+    shard = read_shard(tmp_path / "g.npz")
+    assert shard.root_value.shape == shard.value.shape and np.unique(shard.root_value).size > 5
+
+
 def test_the_window_mixes_q_into_z_where_a_position_has_one(tmp_path):
     params = load_params(None, [*GO, "selfplay.root_values=true"])
     init_checkpoint(params, tmp_path / "net.pt", 0)
