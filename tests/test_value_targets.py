@@ -216,3 +216,18 @@ def test_the_switches_are_named_when_they_disagree_and_keep_the_hash_while_off()
     base = load_params(None, [])
     assert load_params(None, ["selfplay.root_values=false", "train.value_q_weight=0"]).digest() == base.digest()
     assert load_params(None, ["selfplay.root_values=true"]).digest() != base.digest()
+
+
+def test_a_generations_record_says_how_many_value_targets_mixed_in_a_root_value():
+    from flows.tracking import GenerationFacts, generation_record
+
+    facts = GenerationFacts(3, "abc", "run", {"run_seed": 1}, {"git_commit": "f00", "git_dirty": False})
+    shard = {"games": 4, "positions": 40, "resigned": 1, "reused": False, "nn_evals": 900}
+    train_summary = {"steps": 3, "positions": 40, "seed": 5, "sha256": "cafe", "final": {}, "reuse": {},
+                     "value_q": {"weight": 0.5, "positions_with_root_value": 30}}
+    args = ("go-5x5", {}, [shard])
+    rest = ({}, {"hashes": {}}, "run-id", "2", {}, "lock", 12.0)
+    record = generation_record(facts, *args, train_summary, *rest)
+    assert record["train"]["value_q"] == {"weight": 0.5, "positions_with_root_value": 30}
+    del train_summary["value_q"]
+    assert "value_q" not in generation_record(facts, *args, train_summary, *rest)["train"]
