@@ -124,7 +124,7 @@ class NetworkEvaluator:
             call = call.result()
         L, A = legal.shape
         priors = np.zeros((L, A), np.float32)
-        values = np.zeros((L, self.value_width) if self.value_width > 1 else L, np.float32)
+        values = np.zeros(self._value_shape(L), np.float32)
         if call is None:
             return priors, values
         if self.leaf_net is not None:
