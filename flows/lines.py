@@ -3,7 +3,8 @@
 Two or more lines started from the same champion and window (the campaign and an arm run with OVERRIDES,
 each in its own workspace) are compared here on what each generation's `gens/<line>/gNNNN/generation.json`
 and `params.yaml` say: the logging gate, the held-out losses, the network, the training window, the games,
-the wall time and the core-hours summed from the line's first generation.
+the wall time, the core-hours summed from the line's first generation, and the in-flow ladder's games against
+outside engines (`ladder.every`), each generation's and pooled over the line's generations.
 
     python -m flows.lines OUT_DIR window-12=/work/campaign:13 window-24=/work/arm --line go-9
 
@@ -20,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from flows.layout import LineError, read_json
+from zero.stats import elo_interval, score
 
 
 class LinesError(ValueError):
@@ -56,23 +58,60 @@ def generation_rows(workspace: Path, line: str = "go-9", last: int | None = None
             "wall_s": d["compute"]["wall_s"],
             "core_hours": round(core_hours, 4),
             "candidate_sha256": d["gate"]["candidate_sha256"],
+            "outside": outside_matches(d),
         })
     return rows
+
+
+def outside_matches(record: dict) -> list[dict]:
+    """The in-flow ladder's matches a generation played against outside engines (none where it ran no ladder)."""
+    ladder = record.get("ladder") or {}
+    return [{"opponent": m["b"], "wins": m["wins"], "losses": m["losses"], "draws": m["draws"],
+             "visits": m.get("visits")} for m in ladder.get("matches") or []]
+
+
+def pooled_outside(rows: list[dict]) -> dict[str, dict]:
+    """Each outside opponent's games summed over the rows: W-L-D, the score and its Elo with a 95% interval."""
+    pooled: dict[str, dict] = {}
+    for r in rows:
+        for m in r["outside"]:
+            p = pooled.setdefault(m["opponent"], {"wins": 0, "losses": 0, "draws": 0, "generations": []})
+            for k in ("wins", "losses", "draws"):
+                p[k] += m[k]
+            p["generations"].append(r["generation"])
+    for p in pooled.values():
+        p["score"] = score(p["wins"], p["losses"], p["draws"])
+        p["elo"], p["elo_low"], p["elo_high"] = elo_interval(p["wins"], p["losses"], p["draws"])
+    return pooled
 
 
 def markdown(table: dict[str, list[dict]]) -> str:
     """The rows as one markdown table, the lines one after the other."""
     md = ["| line | generation | network | window (generations, positions) | training steps | "
-          "gate (logging) | held-out value / policy loss | self-play games | seconds | core-hours from the start |",
-          "|---|---|---|---|---|---|---|---|---|---|"]
+          "gate (logging) | held-out value / policy loss | self-play games | seconds | core-hours from the start | "
+          "in-flow ladder (W-L-D) |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, rows in table.items():
         for r in rows:
             losses = (f"{r['holdout_value_loss']:.3f} / {r['holdout_policy_loss']:.3f}"
                       if r["holdout_value_loss"] is not None else "")
             positions = f"{r['train_positions']:,}" if r["train_positions"] is not None else "?"
+            outside = ", ".join(f"{m['opponent']} {m['wins']}-{m['losses']}-{m['draws']}"
+                                for m in r.get("outside") or [])
             md.append(f"| {name} | {r['generation']} | {r['network']} | {r['window_generations']}, {positions} | "
                       f"{r['steps']} | {r['gate']} | {losses} | {r['selfplay_games']} | {r['wall_s']:.0f} | "
-                      f"{r['core_hours']:.3f} |")
+                      f"{r['core_hours']:.3f} | {outside} |")
+    pooled = {name: pooled_outside(rows) for name, rows in table.items()}
+    if any(pooled.values()):
+        md += ["", "Pooled over each line's generations (the in-flow ladder's games, each generation's own network; "
+               "Elo with a 95% interval):", "",
+               "| line | opponent | generations | games | W-L-D | score | Elo [95%] |", "|---|---|---|---|---|---|---|"]
+        for name, by_opponent in pooled.items():
+            for opponent, p in by_opponent.items():
+                games = p["wins"] + p["losses"] + p["draws"]
+                md.append(f"| {name} | {opponent} | {', '.join(map(str, p['generations']))} | {games} | "
+                          f"{p['wins']}-{p['losses']}-{p['draws']} | {p['score']:.1%} | "
+                          f"{p['elo']:+.0f} [{p['elo_low']:+.0f}, {p['elo_high']:+.0f}] |")
     return "\n".join(md) + "\n"
 
 

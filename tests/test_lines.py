@@ -9,7 +9,7 @@ from flows.layout import LineError
 from flows.lines import LinesError, generation_rows, main, parse_line
 
 
-def _generation(ws, g, window, core_hours, wins=11, value_loss=0.6, gate=True):
+def _generation(ws, g, window, core_hours, wins=11, value_loss=0.6, gate=True, ladder=None):
     d = ws / "gens" / "go-9" / f"g{g:04d}"
     d.mkdir(parents=True)
     (d / "params.yaml").write_text(yaml.safe_dump({"network": {"size": "b6c64"},
@@ -21,6 +21,8 @@ def _generation(ws, g, window, core_hours, wins=11, value_loss=0.6, gate=True):
         "train": {"steps": 530, "reuse": {"train_positions": 9_000 * min(window, 12 + g)},
                   "holdout": {"value_loss": value_loss, "policy_loss": 1.5}},
         "gate": {"wins": wins, "losses": 20 - wins, "draws": 0, "candidate_sha256": f"{g:064x}"} if gate else None,
+        "ladder": {"matches": [{"b": b, "wins": w, "losses": l, "draws": dr, "visits": 200}
+                               for b, (w, l, dr) in ladder.items()]} if ladder else None,
     }
     (d / "generation.json").write_text(json.dumps(record))
 
@@ -42,8 +44,36 @@ def test_each_line_sums_its_own_core_hours_and_stops_at_its_last_generation(tmp_
     assert table["window-24"][2]["train_positions"] == 9_000 * 15
     md = (tmp_path / "out" / "lines.md").read_text()
     assert md == capsys.readouterr().out
-    assert "| window-24 | 3 | b6c64 | 24, 135,000 | 530 | 11-9-0 | 0.600 / 1.500 | 512 | 900 | 0.750 |" in md
+    assert "| window-24 | 3 | b6c64 | 24, 135,000 | 530 | 11-9-0 | 0.600 / 1.500 | 512 | 900 | 0.750 |  |" in md
     assert len(md.strip().splitlines()) == 2 + 5
+
+
+def test_the_in_flow_ladders_are_listed_per_generation_and_pooled_per_line(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for g in (1, 2, 3, 4):
+        ladder = {"pachi-5000": (g, 10 - g, 0)} if g % 2 == 0 else None
+        _generation(a, g, 12, 0.1, ladder=ladder)
+        _generation(b, g, 12, 0.1, ladder={"pachi-5000": (5, 5, 0), "gnugo-10": (9, 0, 1)} if g == 3 else None)
+    main([str(tmp_path / "out"), f"z={a}", f"q={b}:2"])
+    table = json.loads((tmp_path / "out" / "lines.json").read_text())
+    assert [r["outside"] for r in table["z"]][:2] == [[], [{"opponent": "pachi-5000", "wins": 2, "losses": 8,
+                                                            "draws": 0, "visits": 200}]]
+    md = (tmp_path / "out" / "lines.md").read_text()
+    assert "| z | 4 | b6c64 | 12, 108,000 | 530 | 11-9-0 | 0.600 / 1.500 | 512 | 360 | 0.400 | pachi-5000 4-6-0 |" in md
+    # z: generations 2 and 4, 2 + 4 wins of 20 games; q stops at 2, before its ladder at 3: nothing pooled
+    assert "| z | pachi-5000 | 2, 4 | 20 | 6-14-0 | 30.0% | -147 [" in md
+    assert "| q | " not in md.split("Pooled")[1]
+    main([str(tmp_path / "out"), f"q={b}"])
+    md = (tmp_path / "out" / "lines.md").read_text()
+    assert "| q | 3 | b6c64 | 12, 108,000 | 530 | 11-9-0 | 0.600 / 1.500 | 512 | 360 | 0.300 | " \
+           "pachi-5000 5-5-0, gnugo-10 9-0-1 |" in md
+    assert "| q | gnugo-10 | 3 | 10 | 9-0-1 | 95.0% | +512 [" in md
+
+
+def test_lines_without_ladders_have_no_pooled_table(tmp_path):
+    _generation(tmp_path / "a", 1, 12, 0.1)
+    main([str(tmp_path / "out"), f"a={tmp_path / 'a'}"])
+    assert "Pooled" not in (tmp_path / "out" / "lines.md").read_text()
 
 
 @pytest.mark.parametrize("spec, error", [
