@@ -97,7 +97,7 @@ def markdown(table: dict[str, list[dict]]) -> str:
                       if r["holdout_value_loss"] is not None else "")
             positions = f"{r['train_positions']:,}" if r["train_positions"] is not None else "?"
             outside = ", ".join(f"{m['opponent']} {m['wins']}-{m['losses']}-{m['draws']}"
-                                for m in r.get("outside") or [])
+                                for m in r["outside"])
             md.append(f"| {name} | {r['generation']} | {r['network']} | {r['window_generations']}, {positions} | "
                       f"{r['steps']} | {r['gate']} | {losses} | {r['selfplay_games']} | {r['wall_s']:.0f} | "
                       f"{r['core_hours']:.3f} | {outside} |")
