@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from flows.layout import LineError, read_json
-from zero.stats import elo_interval, score
+from zero.stats import MatchResult, combine
 
 
 class LinesError(ValueError):
@@ -71,18 +71,14 @@ def outside_matches(record: dict) -> list[dict]:
 
 
 def pooled_outside(rows: list[dict]) -> dict[str, dict]:
-    """Each outside opponent's games summed over the rows: W-L-D, the score and its Elo with a 95% interval."""
-    pooled: dict[str, dict] = {}
+    """Each outside opponent's games summed over the rows (`zero.stats.combine`): the generations that played it,
+    the counts, the score and its Elo with a 95% interval (`MatchResult.to_dict`)."""
+    by_opponent: dict[str, list[tuple[int, MatchResult]]] = {}
     for r in rows:
         for m in r["outside"]:
-            p = pooled.setdefault(m["opponent"], {"wins": 0, "losses": 0, "draws": 0, "generations": []})
-            for k in ("wins", "losses", "draws"):
-                p[k] += m[k]
-            p["generations"].append(r["generation"])
-    for p in pooled.values():
-        p["score"] = score(p["wins"], p["losses"], p["draws"])
-        p["elo"], p["elo_low"], p["elo_high"] = elo_interval(p["wins"], p["losses"], p["draws"])
-    return pooled
+            by_opponent.setdefault(m["opponent"], []).append((r["generation"], MatchResult.from_dict(m)))
+    return {opponent: {"generations": [g for g, _ in played], **combine(result for _, result in played).to_dict()}
+            for opponent, played in by_opponent.items()}
 
 
 def markdown(table: dict[str, list[dict]]) -> str:
@@ -108,9 +104,8 @@ def markdown(table: dict[str, list[dict]]) -> str:
                "| line | opponent | generations | games | W-L-D | score | Elo [95%] |", "|---|---|---|---|---|---|---|"]
         for name, by_opponent in pooled.items():
             for opponent, p in by_opponent.items():
-                games = p["wins"] + p["losses"] + p["draws"]
-                md.append(f"| {name} | {opponent} | {', '.join(map(str, p['generations']))} | {games} | "
-                          f"{p['wins']}-{p['losses']}-{p['draws']} | {p['score']:.1%} | "
+                md.append(f"| {name} | {opponent} | {', '.join(map(str, p['generations']))} | {p['games']} | "
+                          f"{p['wins']}-{p['losses']}-{p['draws']} | {p['win_rate']:.1%} | "
                           f"{p['elo']:+.0f} [{p['elo_low']:+.0f}, {p['elo_high']:+.0f}] |")
     return "\n".join(md) + "\n"
 
