@@ -8,7 +8,8 @@ result's directory, for the compute behind an unshipped generation), every direc
 a pairings/ folder (`zero ladder`) or a match record (`zero match`: match.json, <a>-vs-<b>*.json), and the
 lines' one-fit ratings (docs/strength/*/ratings.json beside a history.yaml, flows.history). It writes:
 
-- README.md: each shipped champion against its outside opponents (GNU Go's levels, the strongest pure MCTS);
+- README.md: each shipped champion against its outside opponents (GNU Go's levels, Pachi's strengths, the
+  strongest pure MCTS), then its ladders at a time per move kept in docs/strength/ (timed_ladders);
 - docs/strength.md: every result, newest first, and each line's shipped champions on one rating scale;
 - docs/history.md: how the shipped 9x9 champion was made, run by run, from its lineage;
 
@@ -370,11 +371,55 @@ def shipped_md(root: Path, page: Path) -> str:
         link = f"[record]({Path(os.path.relpath(target, page.parent)).as_posix()})"
         first = f"{line_label(lineage['line'])}, generation {generation} (`models/{lineage['file']}`)"
         cost = compute_text(where.core_hours, where.gpu_hours) if where else ""
-        for i, m in enumerate(kept_opponents(ladder.get("matches", []))):
+        rows = [(m, f"{m['visits']} visits", link) for m in kept_opponents(ladder.get("matches", []))]
+        for folder, m in timed_ladders(root, lineage.get("sha256", ""), source):
+            kept_in = folder / "README.md" if (folder / "README.md").is_file() else folder
+            rows.append((m, _time_text(m), f"[record]({Path(os.path.relpath(kept_in, page.parent)).as_posix()})"))
+        for i, (m, search, where_kept) in enumerate(rows):
             lines.append(f"| {first if i == 0 else ''} | {cost if i == 0 else ''} | {opponent_label(m['b'])} "
                          f"| **{m['wins']}-{m['losses']}-{m['draws']}** | {_elo_text(_elo(m))} "
-                         f"| {m['games']} games, {m['visits']} visits{_starts(m)}; {link} |")
+                         f"| {m['games']} games, {search}{_starts(m)}; {where_kept} |")
     return "\n".join(lines)
+
+
+_BATCHING = ("leaf_batch", "leaf_batches_in_flight")  # how the search batches its leaves, not what it searches
+
+
+def _constants(record: dict) -> dict:
+    return {k: v for k, v in (record.get("search") or {}).items() if k not in _BATCHING}
+
+
+def timed_ladders(root: Path, sha256: str, source: Path) -> list[tuple[Path, dict]]:
+    """A shipped champion's ladders at a time per move (`zero ladder --seconds-per-move`) kept in docs/strength/:
+    pairings of its network (by sha256) against outside engines, with the search constants of its shipped
+    ladder (`source`'s pairings; a record whose constants differ is a trial of a setting, not the champion),
+    each opponent's weakest first as in kept_opponents."""
+    try:
+        shipped = [_constants(r) for r in read_pairings(source)] if (source / "pairings").is_dir() else []
+    except LadderError as e:
+        raise ResultsError(str(e)) from None
+    found: dict[int, tuple[Path, dict]] = {}
+    for folder in sorted(p for p in (root / "docs" / "strength").glob("*/") if (p / "pairings").is_dir()):
+        if folder.resolve() == source.resolve():
+            continue
+        try:
+            records = read_pairings(folder)
+        except LadderError as e:
+            raise ResultsError(str(e)) from None
+        for r in records:
+            if (r.get("a_sha256") == sha256 and (r.get("time_per_move") or {}).get("seconds_per_move")
+                    and r.get("label") == "ladder" and not is_fixed_opponent(r["a"]) and _constants(r) in shipped):
+                found[id(r)] = (folder, r)
+    kept = kept_opponents([r for _, r in found.values()])
+    return [found[id(r)] for r in kept]
+
+
+def _time_text(r: dict) -> str:
+    """`1 s a move (1,541 visits, one thread)`: a timed ladder's search, as `zero ladder` measured it."""
+    t = r["time_per_move"]
+    threads = t.get("threads") or 1
+    return (f"{t['seconds_per_move']:g} s a move ({r['visits']:,} visits, "
+            f"{'one thread' if threads == 1 else f'{threads} threads'})")
 
 
 def _commits(gens: list[dict]) -> str:

@@ -91,6 +91,29 @@ def test_the_pages_are_written_between_their_markers_from_the_records(repo, caps
     assert shipped[2][5].startswith("20 games, 200 visits, fresh starts; [record]")
 
 
+def test_the_champion_at_a_time_per_move_follows_its_ladder(repo):
+    """A timed ladder of the shipped network with its ladder's search constants is a row of the README; one
+    with another constant (a trial of a setting) or of another network is not."""
+    timed = {"b": "pachi-5000", "games": 20, "visits": 1541, "draws": 0, "label": "ladder", "opening_moves": 2,
+             "starts": "fresh", "date": "2026-01-04", "time_per_move": {"seconds_per_move": 1.0, "threads": 1}}
+    strength = repo / "docs" / "strength"
+    write_pairing(strength / "go-9-g3-1s", {**timed, "a": "g3-1s", "a_sha256": SHA[2], "wins": 14, "losses": 6,
+                                            "search": {"leaf_batch": 8}})
+    write_pairing(strength / "go-9-g3-su", {**timed, "a": "g3-su", "a_sha256": SHA[2], "wins": 19, "losses": 1,
+                                            "search": {"score_utility": 0.2}})
+    write_pairing(strength / "go-9-g4-1s", {**timed, "a": "g4-1s", "a_sha256": SHA[3], "wins": 18, "losses": 2})
+    (strength / "go-9-g3-1s" / "README.md").write_text("# Generation 3 at 1 s a move (2026-01-04)\n")
+    results.main(["--root", str(repo)])
+    _, *shipped = _rows(repo / "README.md")
+    assert [(r[2], r[3]) for r in shipped] == [("GNU Go 3.8 level 1", "**15-5-0**"),
+                                               ("Pachi 12.90, 5,000 playouts", "**8-12-0**"),
+                                               ("pure MCTS, 500 rollouts", "**20-0-0**"),
+                                               ("Pachi 12.90, 5,000 playouts", "**14-6-0**")]
+    assert shipped[3][5] == ("20 games, 1 s a move (1,541 visits, one thread), fresh starts; "
+                             "[record](docs/strength/go-9-g3-1s/README.md)")
+    assert shipped[3][4] == results._elo_text(results.elo_interval(14, 6, 0))
+
+
 def test_every_result_is_placed_in_its_lineage_newest_first(repo):
     results.main(["--root", str(repo)])
     header, *rows = [r for r in _rows(repo / "docs" / "strength.md") if len(r) == 8]
