@@ -165,11 +165,14 @@ campaign: install up $(if $(shell grep -s '^ *opponents:.*pachi:' campaigns/$(LI
 		$(if $(OVERRIDES),--param overrides="$$($(BIN)/python -c 'import json,sys; print(json.dumps(sys.argv[1:]))' $(OVERRIDES))")
 
 # A campaign's newest state (champion, lineage, training window, recipe) from workspace $(WS) into
-# campaigns/state/, where campaigns/$(LINE).yaml resumes from; commit campaigns/state/ after it. With its recipe,
+# campaigns/state/, where campaigns/$(LINE).yaml resumes from, and the line's in-flow ladders by span
+# (flows.trend) into docs/strength/$(LINE)-line/trend/ where that folder is; commit both after it. With its recipe,
 # the saved champion ships later without the workspace (make ship SAVED=campaigns/state).
 WS ?= .
 campaign-save: install
 	$(BIN)/python -m flows.ship --root $(WS) --params campaigns/$(LINE).yaml --models campaigns/state
+	@if [ -d docs/strength/$(LINE)-line ]; then $(BIN)/python -m flows.trend campaigns/state/$(LINE).json \
+		--out docs/strength/$(LINE)-line/trend >/dev/null && echo "docs/strength/$(LINE)-line/trend: the line's in-flow ladders by span"; fi
 
 # Generations made elsewhere by flows.standalone (a GPU machine without the servers), copied into gens/:
 # zero-loop over the same params file records each in DVC, MLflow and the registry, playing nothing again.

@@ -286,7 +286,7 @@ def every_result(root: Path, page: Path) -> list[Result]:
     return sorted(out, key=lambda x: (x.date, x.order, x.player, x.opponent), reverse=True)
 
 
-def _elo_text(e: tuple[float, float, float]) -> str:
+def elo_interval_text(e: tuple[float, float, float]) -> str:
     def signed(x: float) -> str:
         return f"{round(x) + 0:+d}"  # + 0: no "-0"
 
@@ -298,7 +298,7 @@ def every_result_md(results: list[Result]) -> str:
              "| compute in its lineage | record |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in results:
         lines.append(f"| {r.date or 'undated'} | {r.player} | {r.opponent} | {r.wins}-{r.losses}-{r.draws} "
-                     f"| {_elo_text(r.elo)} | {r.settings} | {r.compute} | {r.record} |")
+                     f"| {elo_interval_text(r.elo)} | {r.settings} | {r.compute} | {r.record} |")
     return "\n".join(lines)
 
 
@@ -377,7 +377,7 @@ def shipped_md(root: Path, page: Path) -> str:
             rows.append((m, _time_text(m), f"[record]({Path(os.path.relpath(kept_in, page.parent)).as_posix()})"))
         for i, (m, search, where_kept) in enumerate(rows):
             lines.append(f"| {first if i == 0 else ''} | {cost if i == 0 else ''} | {opponent_label(m['b'])} "
-                         f"| **{m['wins']}-{m['losses']}-{m['draws']}** | {_elo_text(_elo(m))} "
+                         f"| **{m['wins']}-{m['losses']}-{m['draws']}** | {elo_interval_text(_elo(m))} "
                          f"| {m['games']} games, {search}{_starts(m)}; {where_kept} |")
     return "\n".join(lines)
 

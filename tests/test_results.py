@@ -111,7 +111,7 @@ def test_the_champion_at_a_time_per_move_follows_its_ladder(repo):
                                                ("Pachi 12.90, 5,000 playouts", "**14-6-0**")]
     assert shipped[3][5] == ("20 games, 1 s a move (1,541 visits, one thread), fresh starts; "
                              "[record](docs/strength/go-9-g3-1s/README.md)")
-    assert shipped[3][4] == results._elo_text(results.elo_interval(14, 6, 0))
+    assert shipped[3][4] == results.elo_interval_text(results.elo_interval(14, 6, 0))
 
 
 def test_every_result_is_placed_in_its_lineage_newest_first(repo):
