@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from flows.ladder import line_players
 from flows.layout import LineError, Workspace, read_json, write_json
+from zero.fileio import atomic_savefig
 
 EXPERIMENT = "zero-recipes"
 
@@ -299,12 +300,7 @@ def plot(players: dict, fitted: dict, out: Path, title: str) -> Path:
     ax.legend(loc="best", fontsize=8)
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    path = out / "compare.png"
-    tmp = path.with_name("compare.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return atomic_savefig(fig, out / "compare.png", dpi=110)
 
 
 def pairing_seed(seed: int, a: str, b: str) -> int:

@@ -32,7 +32,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from flows.layout import write_json
-from flows.plots import _pyplot, _save
+from flows.plots import agg_pyplot
+from zero.fileio import atomic_savefig
 from zero.ladder import is_fixed_opponent, parse_anchor
 from zero.pairings import LadderError, read_pairings
 from zero.ratings import Pairing, RatingError, fit_ratings
@@ -140,7 +141,7 @@ def fit(history: History, base: Path) -> dict:
 
 def plot(fitted: dict, out: Path, title: str = "") -> Path:
     """elo.png: each champion's Elo (95% interval) against its lineage's core-hours; opponents dashed."""
-    plt = _pyplot()
+    plt = agg_pyplot()
     rated = [c for c in fitted["champions"] if c["elo"] is not None]
     fig, ax = plt.subplots(figsize=(8, 5))
     for kept, style, label in ((True, {"fmt": "o-"}, "shipped champion (95% interval)"),
@@ -159,7 +160,7 @@ def plot(fitted: dict, out: Path, title: str = "") -> Path:
     ax.legend(loc="best", fontsize=8)
     ax.set_title(title or f"{len(rated)} champions, {fitted['games']} games", fontsize=10)
     label_points(fig, ax, rated)
-    return _save(fig, plt, out)
+    return atomic_savefig(fig, out, dpi=100, bbox_inches="tight")
 
 
 def label_points(fig, ax, rated: list[dict]) -> list[str]:

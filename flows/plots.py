@@ -1,14 +1,16 @@
 """PNG plots of a generation for its MLflow run: the training curves and the gate's result (matplotlib, Agg).
 
-Both are written to a temp name and renamed; flows.tracking logs them under the run's `plots/`.
+Both are written whole or not at all (zero.fileio.atomic_savefig); flows.tracking logs them under the run's `plots/`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from zero.fileio import atomic_savefig
 
-def _pyplot():
+
+def agg_pyplot():
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display, no GUI toolkit
@@ -21,15 +23,6 @@ def elo_text(x) -> str:
     return "inf" if x is None else f"{x:+.0f}"
 
 
-def _save(fig, plt, out: str | Path) -> Path:
-    out = Path(out)
-    tmp = out.with_name(out.name + ".tmp.png")
-    fig.savefig(tmp, dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    tmp.replace(out)
-    return out
-
-
 def loss_curves_png(curves: dict[str, list[tuple[int, float]]], out: str | Path, title: str = "") -> Path:
     """Training curves by step: the losses (total, policy, value), the policy entropy and the learning rate.
 
@@ -37,7 +30,7 @@ def loss_curves_png(curves: dict[str, list[tuple[int, float]]], out: str | Path,
         curves: {metric name: [(step, value), ...]} as MLflow's metric history gives them;
             `loss`, `policy_loss`, `value_loss`, `entropy`, `lr` are drawn where present.
     """
-    plt = _pyplot()
+    plt = agg_pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(13, 4))
     panels = ((axes[0], ("loss", "policy_loss", "value_loss"), "loss"),
               (axes[1], ("entropy",), "policy entropy (nats)"),
@@ -53,7 +46,7 @@ def loss_curves_png(curves: dict[str, list[tuple[int, float]]], out: str | Path,
     axes[0].legend(loc="best", fontsize=8)
     fig.suptitle(title or "training")
     fig.tight_layout()
-    return _save(fig, plt, out)
+    return atomic_savefig(fig, out, dpi=100, bbox_inches="tight")
 
 
 def gate_png(result: dict, out: str | Path, title: str = "") -> Path:
@@ -62,7 +55,7 @@ def gate_png(result: dict, out: str | Path, title: str = "") -> Path:
     Args:
         result: gate/result.json (wins, losses, draws, games, win_rate, threshold, passed, elo, elo_low, elo_high).
     """
-    plt = _pyplot()
+    plt = agg_pyplot()
     games = max(1, result["wins"] + result["losses"] + result["draws"])
     fig, ax = plt.subplots(figsize=(8, 2.6))
     left = 0.0
@@ -82,4 +75,4 @@ def gate_png(result: dict, out: str | Path, title: str = "") -> Path:
                  f"{result['win_rate']:.3f}, Elo {elo_text(result['elo'])} [{elo_text(result['elo_low'])}, "
                  f"{elo_text(result['elo_high'])}]: {verdict}", fontsize=9)
     fig.tight_layout()
-    return _save(fig, plt, out)
+    return atomic_savefig(fig, out, dpi=100, bbox_inches="tight")

@@ -22,7 +22,7 @@ from pathlib import Path
 from flows.layout import LineError, read_json
 from flows.lines import outside_matches
 from flows.results import compute_text, cpu_gpu_hours, elo_interval_text
-from zero.fileio import atomic_write_text
+from zero.fileio import atomic_savefig, atomic_write_text
 from zero.stats import MatchResult, combine
 
 
@@ -120,12 +120,7 @@ def plot(pooled: list[dict], out: Path, title: str) -> Path:
     ax.legend(loc="best", fontsize=8)
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    path = out / "trend.png"
-    tmp = path.with_name("trend.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return atomic_savefig(fig, out / "trend.png", dpi=110)
 
 
 def run(lineage_path: Path, span: int, out: Path) -> list[dict]:

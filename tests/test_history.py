@@ -56,7 +56,7 @@ def test_fit_rates_every_champion_through_the_chain_and_writes_the_table_and_plo
 
 
 def _labelled(champions: list[dict]) -> list[str]:
-    plt = history._pyplot()
+    plt = history.agg_pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
     ax.plot([c["core_hours"] for c in champions], [c["elo"] for c in champions], "o")
     try:

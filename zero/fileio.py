@@ -32,3 +32,15 @@ def atomic_write(path: str | Path, mode: str = "wb"):
 def atomic_write_text(path: str | Path, text: str) -> None:
     with atomic_write(path, "w") as f:
         f.write(text)
+
+
+def atomic_savefig(fig, path: str | Path, **savefig_kwargs) -> Path:
+    """Write a matplotlib figure to `path` as a PNG (atomic_write: whole or not at all), then close it."""
+    import matplotlib.pyplot as plt
+
+    try:
+        with atomic_write(path) as f:
+            fig.savefig(f, format="png", **savefig_kwargs)
+    finally:
+        plt.close(fig)
+    return Path(path)

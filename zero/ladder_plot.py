@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zero.fileio import atomic_savefig
 from zero.ladder import is_fixed_opponent, scale_text
 from zero.pairings import read_players
 
@@ -42,7 +43,7 @@ def plot_dir(ladder_dir: str | Path, fitted: dict, out: str | Path | None = None
     axes[1].legend(loc="best", fontsize=8)
     fig.suptitle(title or f"zero ladder: {fitted['games']} games in {fitted['pairings']} pairings")
     fig.tight_layout()
-    return _save(fig, Path(out) if out else ladder_dir / "elo.png")
+    return atomic_savefig(fig, Path(out) if out else ladder_dir / "elo.png", dpi=110)
 
 
 def _plot_pool(fitted: dict, out: str | Path, title: str = "") -> Path:
@@ -66,14 +67,4 @@ def _plot_pool(fitted: dict, out: str | Path, title: str = "") -> Path:
     ax.grid(alpha=0.3, axis="x")
     ax.set_title(title or f"zero ladder: {', '.join(reversed(names))}: {fitted['games']} games", fontsize=10)
     fig.tight_layout()
-    return _save(fig, Path(out))
-
-
-def _save(fig, out: Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    tmp = out.with_name(out.name + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(out)
-    return out
+    return atomic_savefig(fig, out, dpi=110)
