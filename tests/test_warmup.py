@@ -17,7 +17,7 @@ from zero.bench import kernel_compiles
 from zero.config import load_params
 from zero.engine import Engine, EngineConfig
 from zero.games import make_game
-from zero.play import initial_position
+from zero.games import initial_position
 params = load_params("campaigns/go-9.yaml", ["mcts.leaf_batch=8"])
 Engine(EngineConfig.from_params(params, visits=16), "models/go-9.pt").analyse(initial_position(make_game(params.game)))
 print(kernel_compiles()["compiled"])

@@ -270,7 +270,7 @@ def measure_single_game(params, model: str | None, leaf_batches: list[int], visi
     search buy a move (zero.ladder.visits_per_move, what `zero ladder --seconds-per-move` plays at).
     """
     from zero.engine import Engine, EngineConfig
-    from zero.play import initial_position
+    from zero.games import initial_position
 
     set_threads(threads or params.gate.threads)
     out = []

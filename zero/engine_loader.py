@@ -98,7 +98,7 @@ def warm_up_engine(engine) -> None:
     Two searches that stop after their first round, on the empty board and after a move (the tree carried
     over); then the tree is dropped, so the engine's first move searches from a fresh tree as it would have.
     """
-    from zero.play import initial_position
+    from zero.games import initial_position
 
     start = initial_position(engine.game)
     engine.think(start, stop=lambda: True)

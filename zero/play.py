@@ -12,6 +12,7 @@ import sys
 from typing import TextIO
 
 from zero.engine_loader import EngineLoadError, LoadingEngine
+from zero.games import initial_position
 from zero.games.base import IllegalMove
 from zero.notation import COLUMNS, NotationError, colour_name, parse_colour, result_text, score_text
 
@@ -76,17 +77,6 @@ class _Screen:
         else:
             self.stdout.write("\n".join(rows) + "\n")
             self.stdout.flush()
-
-
-def initial_position(game):
-    """The empty board of `game` (a zero.games game: Go or Gomoku) as a position to play from."""
-    if game.name == "go":
-        from zero.games.go import GoPosition
-
-        return GoPosition.initial(size=game.height, komi=game.komi, liberty_planes=game.liberty_planes)
-    from zero.games.gomoku import GomokuPosition
-
-    return GomokuPosition.initial(height=game.height, width=game.width, k=game.k)
 
 
 def _last_point(position, game) -> int | None:

@@ -14,4 +14,15 @@ def make_game(config) -> Game:
     return GomokuGame(height=config.height, width=config.width, k=config.k)
 
 
-__all__ = ["Game", "IllegalMove", "LeafInputs", "make_game"]
+def initial_position(game: Game):
+    """The empty board of `game` (Go or Gomoku) as a position to play from."""
+    if game.name == "go":
+        from zero.games.go import GoPosition
+
+        return GoPosition.initial(size=game.height, komi=game.komi, liberty_planes=game.liberty_planes)
+    from zero.games.gomoku import GomokuPosition
+
+    return GomokuPosition.initial(height=game.height, width=game.width, k=game.k)
+
+
+__all__ = ["Game", "IllegalMove", "LeafInputs", "initial_position", "make_game"]
