@@ -500,6 +500,8 @@ def log_candidate(tracker: Tracker, run_id: str, gen, summary: dict) -> None:
     tracker.log_metrics(run_id, {f"reuse_{k}": v for k, v in reuse.items() if isinstance(v, (int, float))})
     if summary.get("value_q"):  # train.value_q_weight: the positions whose value target mixed in a root value
         tracker.log_metrics(run_id, {"value_q_positions": summary["value_q"]["positions_with_root_value"]})
+    if summary.get("surprise"):  # train.*_surprise_weight: what the weighted draws are worth, what they cost
+        tracker.log_metrics(run_id, {f"surprise_{k}": v for k, v in summary["surprise"].items()})
     tracker.set_tags(run_id, {f"{TAG}candidate_sha256": summary["sha256"]})
     curves = {k: [(m.step, m.value) for m in tracker.client.get_metric_history(run_id, k)] for k in LOSS_CURVES}
     with tempfile.TemporaryDirectory() as tmp:
@@ -549,7 +551,7 @@ def generation_record(facts: GenerationFacts, tag: str, champ: dict, selfplay: l
                      "shards_reused": sum(s["reused"] for s in selfplay),
                      "nn_evals": sum(s.get("nn_evals", 0) for s in selfplay if not s["reused"])},  # this run's shards
         "train": {**{k: train.get(k) for k in ("steps", "positions", "seed", "sha256", "final", "reuse", "holdout")},
-                  **{k: train[k] for k in ("resumed_at_step", "value_q") if k in train}},
+                  **{k: train[k] for k in ("resumed_at_step", "value_q", "surprise") if k in train}},
         "gate": gate, "data": data["hashes"], "mlflow_run_id": run_id, "model_version": version,
         "champion_after": champion_after, "dvc_lock_sha256": lock_sha, **facts.code,
         "seconds": round(seconds, 1),

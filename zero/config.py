@@ -532,6 +532,12 @@ class TrainConfig(_ComputeSection):
     value_q_weight: the value head's target is (1 - w) z + w q, z the game's outcome and q the self-play
         search's root value of the position (selfplay.root_values; positions of shards without it keep
         z): a target less noisy than one game's outcome (Lc0's q/z mix). Held-out losses stay against z.
+    policy_surprise_weight, value_surprise_weight: KataGo's surprise weighting. Before the first step the
+        starting network reads every training position once (no symmetry); a position is then drawn with
+        probability proportional to (1 - a - b) + a·k/mean(k) + b·u/mean(u), a and b the two weights, k the
+        KL divergence of its search policy from the network's prior (what the search found that the
+        policy did not expect) and u that of its game's outcome from the value head's win probability
+        (what the value head misjudged). 0 and 0: uniform draws, as the paper's.
     """
 
     batch_size: int = _int(256, ge=1, le=MAX_BATCH)
@@ -554,6 +560,15 @@ class TrainConfig(_ComputeSection):
     cpu_bf16: bool = _bool(False, switch=True)
     cuda_graph: bool = _bool(False, switch=True)
     value_q_weight: float = _float(0.0, ge=0, le=1, switch=True)
+    policy_surprise_weight: float = _float(0.0, ge=0, le=1, switch=True)
+    value_surprise_weight: float = _float(0.0, ge=0, le=1, switch=True)
+
+    @model_validator(mode="after")
+    def _surprise_shares(self) -> "TrainConfig":
+        if self.policy_surprise_weight + self.value_surprise_weight > 1:
+            raise ValueError(f"policy_surprise_weight {self.policy_surprise_weight:g} + value_surprise_weight "
+                             f"{self.value_surprise_weight:g}: shares of the draws, together at most 1")
+        return self
 
 
 class GateConfig(_ComputeSection):

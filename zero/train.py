@@ -283,6 +283,66 @@ def evaluate(net, window: Window, index: np.ndarray, batch_size: int, device: to
     return result
 
 
+def surprise(net, window: Window, index: np.ndarray, batch_size: int, device: torch.device, amp: bool = False,
+             layout: torch.memory_format = torch.contiguous_format) -> tuple[np.ndarray, np.ndarray]:
+    """How much each of the window's positions `index` surprises the network (eval mode, no symmetry).
+
+    Returns (policy [N], value [N]) float64, in nats: the KL divergence of the position's search policy
+    from the network's prior, and that of its game's outcome (z as a win probability (1 + z) / 2) from
+    the value head's win probability (1 + v) / 2.
+    """
+    identity = np.arange(window.num_actions)
+    policy, value = np.empty(len(index)), np.empty(len(index))
+    was_training = net.training
+    net.eval()
+    with torch.no_grad():
+        for start in range(0, len(index), batch_size):
+            part = index[start : start + batch_size]
+            planes, pi, z = window.batch(part, np.broadcast_to(identity, (len(part), len(identity))))
+            x, pi_t, z_t = _tensors(device, planes, pi, z)
+            with _autocast(device, amp):
+                out = net(x.contiguous(memory_format=layout))
+            log_p = F.log_softmax(out[0].float(), dim=1)
+            kl = (torch.xlogy(pi_t, pi_t) - pi_t * log_p).sum(dim=1)
+            won = ((1 + out[1].float()) / 2).clamp(1e-6, 1 - 1e-6)
+            t = (1 + z_t) / 2
+            bce = torch.xlogy(t, t) + torch.xlogy(1 - t, 1 - t) - t * torch.log(won) - (1 - t) * torch.log1p(-won)
+            policy[start : start + len(part)] = kl.clamp(min=0).double().cpu().numpy()
+            value[start : start + len(part)] = bce.clamp(min=0).double().cpu().numpy()
+    net.train(was_training)
+    return policy, value
+
+
+def surprise_weights(policy: np.ndarray, value: np.ndarray, a: float, b: float) -> np.ndarray:
+    """Each position's draw weight (train.policy_surprise_weight a, value_surprise_weight b):
+    (1 - a - b) + a·policy/mean(policy) + b·value/mean(value); a share whose surprises are all 0 is spread
+    evenly instead."""
+    def normalised(x: np.ndarray) -> np.ndarray:
+        mean = float(x.mean()) if len(x) else 0.0
+        return x / mean if mean > 0 else np.ones_like(x)
+
+    return (1.0 - a - b) + a * normalised(policy) + b * normalised(value)
+
+
+def _weigh_by_surprise(model: "_Model", data: TrainData, cfg) -> dict | None:
+    """With train.policy_surprise_weight or value_surprise_weight: the starting network's surprise at each
+    training position, the draws weighted by it (TrainData.weigh); the figures for the summary."""
+    a, b = cfg.policy_surprise_weight, cfg.value_surprise_weight
+    if not a and not b:
+        return None
+    started = time.perf_counter()
+    positions = data.training_positions()
+    policy, value = surprise(model.net, data.window, positions, max(cfg.batch_size, 1024), model.device,
+                             model.amp, model.layout)
+    weights = surprise_weights(policy, value, a, b)
+    data.weigh(weights)
+    return {"policy_weight": a, "value_weight": b, "positions": len(positions),
+            "policy_kl_mean": float(policy.mean()), "value_kl_mean": float(value.mean()),
+            # (sum w)^2 / (n sum w^2): the share of the positions the weighted draws are worth, uniform = 1
+            "effective_share": float(weights.sum() ** 2 / (len(weights) * (weights ** 2).sum())),
+            "seconds": time.perf_counter() - started}
+
+
 def _trunk(config) -> tuple[int, int, int]:
     """A NetConfig's trunk: blocks, filters, pooled channels."""
     return config.blocks, config.filters, config.pooling_channels
@@ -398,7 +458,9 @@ def train(
         spread of the value head's outputs at the end (see `evaluate`); `reuse` is
         `reuse(...)`'s figures; `holdout` has the held-out games, positions
         and losses at the end; `grown_from`, the size the network was grown
-        from, when it was; `resumed_at_step`, the step a kept state let it start at, when one did.
+        from, when it was; `resumed_at_step`, the step a kept state let it start at, when one did;
+        `surprise`, with train.policy_surprise_weight or value_surprise_weight: the weights, the mean
+        surprises, the share of the positions the weighted draws are worth and the seconds the reading took.
     """
     cfg = params.train
     started = time.perf_counter()
@@ -406,13 +468,17 @@ def train(
     if newest_shards is None:
         newest_shards = params.pipeline.selfplay_shards
     data = training_data(shard_paths, cfg, model.net.config, newest_shards)
+    weighed = _weigh_by_surprise(model, data, cfg)
     init_sha256 = file_sha256(init_checkpoint)
     state = TrainState(out_checkpoint, _resume_key(init_sha256, data, seed, cfg, model), resume_every_s)
     first, history, holdout = _run_steps(model, data, cfg, seed, state, on_step, replay_kept)
     final = _final_metrics(model, data, cfg, seed, history, holdout)
     _write_checkpoint(model, data, out_checkpoint, final, seed, init_sha256, meta)
     state.clear()
-    return _summary(model, data, final, holdout, first, time.perf_counter() - started)
+    summary = _summary(model, data, final, holdout, first, time.perf_counter() - started)
+    if weighed:
+        summary["surprise"] = weighed
+    return summary
 
 
 @dataclass

@@ -236,15 +236,34 @@ class TrainData:
     newest_shards: int  # the last shards that are the newest generation
     figures: dict  # `reuse`'s
     q_weight: float = 0.0  # train.value_q_weight: the training draws' value targets mix in the root value
+    # [T] float64, the running sum of the training positions' draw weights (`weigh`); None: uniform draws
+    cumulative_weights: np.ndarray | None = None
 
     @property
     def steps(self) -> int:
         return self.figures["steps"]
 
+    def training_positions(self) -> np.ndarray:
+        """[T] int: the window's positions a training draws from (all but the held-out ones), in order."""
+        return np.arange(len(self.window)) if self.pool is None else self.pool
+
+    def weigh(self, weights: np.ndarray) -> None:
+        """Draw each training position (`training_positions`, in order) in proportion to its weight from now on."""
+        weights = np.asarray(weights, dtype=np.float64)
+        if weights.shape != (len(self.training_positions()),) or not np.isfinite(weights).all() \
+                or (weights < 0).any() or weights.sum() <= 0:
+            raise WindowError(f"draw weights: {len(self.training_positions())} finite non-negative weights with a "
+                              f"positive sum are needed, not {weights.shape[0]} summing to {weights.sum():g}")
+        self.cumulative_weights = np.cumsum(weights)
+
     def draw(self, rng: np.random.Generator, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
-        """A minibatch: the positions' indices [B], uniform over the training positions, and each one's
-        symmetry as the inverse of its permutation [B, A]."""
-        if self.pool is None:
+        """A minibatch: the positions' indices [B], uniform over the training positions (or in proportion to
+        their weights, `weigh`), and each one's symmetry as the inverse of its permutation [B, A]."""
+        if self.cumulative_weights is not None:
+            total = self.cumulative_weights[-1]
+            picked = np.searchsorted(self.cumulative_weights, rng.random(batch_size) * total, side="right")
+            index = self.training_positions()[np.minimum(picked, len(self.cumulative_weights) - 1)]
+        elif self.pool is None:
             index = rng.integers(0, len(self.window), size=batch_size)
         else:
             index = self.pool[rng.integers(0, len(self.pool), size=batch_size)]
