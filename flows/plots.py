@@ -20,7 +20,8 @@ def agg_pyplot():
 
 
 def elo_text(x) -> str:
-    return "inf" if x is None else f"{x:+.0f}"
+    """An Elo figure signed and rounded (`+70`, `0` never `-0`), `inf` for a shut-out's missing bound."""
+    return "inf" if x is None else f"{round(x) + 0:+d}"
 
 
 def loss_curves_png(curves: dict[str, list[tuple[int, float]]], out: str | Path, title: str = "") -> Path:

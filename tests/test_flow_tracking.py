@@ -227,3 +227,12 @@ def test_register_candidate_moves_the_alias_only_to_a_promoted_candidate(tracker
         assert tags.get("zero.refused") == result.get("refused")
         assert str(champion.version) == {1: "1", 2: "2"}.get(g, "2")  # 3-5 leave generation 2's version champion
     assert tracker.champion().tags["zero.promoted"].startswith("generation 2: promoted without passing")
+
+
+def test_a_gates_line_rounds_its_elo_signed_and_never_to_minus_zero():
+    from flows.tracking import gate_text
+
+    even = {"wins": 10, "losses": 10, "draws": 0, "win_rate": 0.5, "elo": -0.0, "elo_low": -163.3, "elo_high": 163.3}
+    assert gate_text(even) == "10-10-0 win rate 0.500 Elo +0 [-163, +163]"
+    shut_out = {"wins": 20, "losses": 0, "draws": 0, "win_rate": 1.0, "elo": 636.4, "elo_low": 394.8, "elo_high": None}
+    assert gate_text(shut_out) == "20-0-0 win rate 1.000 Elo +636 [+395, inf]"
