@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from flows.ladder import line_players
 from flows.layout import LineError, Workspace, read_json, write_json
+from flows.plots import agg_pyplot
 from zero.fileio import atomic_savefig
 
 EXPERIMENT = "zero-recipes"
@@ -278,13 +279,8 @@ def table_md(summary: dict) -> str:
 
 def plot(players: dict, fitted: dict, out: Path, title: str) -> Path:
     """compare.png: Elo against cumulative core-hours, one curve per line, fixed opponents as lines."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     ratings = fitted["ratings"]
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = agg_pyplot().subplots(figsize=(8, 5))
     for i, (ln, pts) in enumerate(curves(players, ratings).items()):
         x = [p[0] for p in pts]
         y = [p[1] for p in pts]

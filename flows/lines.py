@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from flows.layout import LineError, read_json
+from flows.results import elo_interval_text
 from zero.stats import MatchResult, combine
 
 
@@ -81,6 +82,14 @@ def pooled_outside(rows: list[dict]) -> dict[str, dict]:
             for opponent, played in by_opponent.items()}
 
 
+def pooled_elo_text(p: dict) -> str:
+    """The Elo of pooled games (`MatchResult.to_dict`) with its 95% interval, `+42 [-6, +92]`; a shut-out has
+    no finite Elo and says so."""
+    if p["elo"] is None or p["elo_low"] is None or p["elo_high"] is None:
+        return "(a shut-out: no finite Elo)"
+    return elo_interval_text((p["elo"], p["elo_low"], p["elo_high"]))
+
+
 def markdown(table: dict[str, list[dict]]) -> str:
     """The rows as one markdown table, the lines one after the other."""
     md = ["| line | generation | network | window (generations, positions) | training steps | "
@@ -105,8 +114,7 @@ def markdown(table: dict[str, list[dict]]) -> str:
         for name, by_opponent in pooled.items():
             for opponent, p in by_opponent.items():
                 md.append(f"| {name} | {opponent} | {', '.join(map(str, p['generations']))} | {p['games']} | "
-                          f"{p['wins']}-{p['losses']}-{p['draws']} | {p['win_rate']:.1%} | "
-                          f"{p['elo']:+.0f} [{p['elo_low']:+.0f}, {p['elo_high']:+.0f}] |")
+                          f"{p['wins']}-{p['losses']}-{p['draws']} | {p['win_rate']:.1%} | {pooled_elo_text(p)} |")
     return "\n".join(md) + "\n"
 
 

@@ -20,8 +20,9 @@ import sys
 from pathlib import Path
 
 from flows.layout import LineError, read_json
-from flows.lines import outside_matches
-from flows.results import compute_text, cpu_gpu_hours, elo_interval_text
+from flows.lines import outside_matches, pooled_elo_text
+from flows.plots import agg_pyplot
+from flows.results import compute_text, cpu_gpu_hours
 from zero.fileio import atomic_savefig, atomic_write_text
 from zero.stats import MatchResult, combine
 
@@ -30,9 +31,10 @@ class TrendError(ValueError):
     """A lineage that cannot be read as one, or a span that is not a positive number; the message says which."""
 
 
-def ladder_rows(lineage: dict, path: Path) -> list[dict]:
+def ladder_rows(lineage: dict, path: Path) -> tuple[list[dict], int]:
     """Each generation of the lineage (numbered along the line, its runs one after the other) that played an
-    in-flow ladder: its outside matches and the line's CPU core-hours and GPU-hours up to it."""
+    in-flow ladder: its outside matches and the line's CPU core-hours and GPU-hours up to it; and the number
+    of the line's last generation."""
     try:
         generations = [g for run in lineage["runs"] for g in run["generations"]]
     except (KeyError, TypeError) as e:
@@ -47,11 +49,7 @@ def ladder_rows(lineage: dict, path: Path) -> list[dict]:
             raise TrendError(f"{path}: generation {n}'s ladder is torn ({type(e).__name__} {e})") from None
         if played:
             rows.append({"generation": n, "core_hours": core, "gpu_hours": gpu, "outside": played})
-    return rows
-
-
-def generation_count(lineage: dict) -> int:
-    return sum(len(run["generations"]) for run in lineage["runs"])
+    return rows, len(generations)
 
 
 def spans(rows: list[dict], span: int, final: int | None = None) -> list[dict]:
@@ -63,9 +61,9 @@ def spans(rows: list[dict], span: int, final: int | None = None) -> list[dict]:
     pooled: dict[tuple[int, str, int | None], dict] = {}
     for r in rows:
         first = (r["generation"] - 1) // span * span + 1
+        last = first + span - 1 if final is None else min(first + span - 1, final)
         for m in r["outside"]:
             key = (first, m["opponent"], m["visits"])
-            last = first + span - 1 if final is None else min(first + span - 1, final)
             p = pooled.setdefault(key, {"first": first, "last": last, "opponent": m["opponent"],
                                         "visits": m["visits"], "generations": [], "results": []})
             p["generations"].append(r["generation"])
@@ -78,12 +76,6 @@ def spans(rows: list[dict], span: int, final: int | None = None) -> list[dict]:
     return out
 
 
-def _elo(p: dict) -> str:
-    if p["elo"] is None or p["elo_low"] is None or p["elo_high"] is None:
-        return "(a shut-out: no finite Elo)"
-    return elo_interval_text((p["elo"], p["elo_low"], p["elo_high"]))
-
-
 def markdown(pooled: list[dict], lineage_path: Path, span: int) -> str:
     md = [f"The in-flow ladders of `{lineage_path.as_posix()}`, pooled over spans of {span} generations "
           "(each ladder plays the champion of its generation; Elo difference against the opponent, 95% interval):",
@@ -92,18 +84,13 @@ def markdown(pooled: list[dict], lineage_path: Path, span: int) -> str:
     for p in pooled:
         md.append(f"| {p['first']}-{p['last']} | {p['opponent']} | {p['visits'] or ''} "
                   f"| {', '.join(map(str, p['generations']))} | {compute_text(p['core_hours'], p['gpu_hours'])} "
-                  f"| {p['games']} | {p['wins']}-{p['losses']}-{p['draws']} | {p['win_rate']:.1%} | {_elo(p)} |")
+                  f"| {p['games']} | {p['wins']}-{p['losses']}-{p['draws']} | {p['win_rate']:.1%} | {pooled_elo_text(p)} |")
     return "\n".join(md) + "\n"
 
 
 def plot(pooled: list[dict], out: Path, title: str) -> Path:
     """trend.png: each span's Elo difference against each opponent, at the span's middle generation."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = agg_pyplot().subplots(figsize=(8, 4.5))
     series: dict[str, list[dict]] = {}
     for p in pooled:
         if p["elo"] is not None and p["elo_low"] is not None and p["elo_high"] is not None:
@@ -129,7 +116,8 @@ def run(lineage_path: Path, span: int, out: Path) -> list[dict]:
         lineage = read_json(lineage_path)
     except (LineError, OSError) as e:
         raise TrendError(str(e)) from None
-    pooled = spans(ladder_rows(lineage, lineage_path), span, final=generation_count(lineage))
+    rows, final = ladder_rows(lineage, lineage_path)
+    pooled = spans(rows, span, final)
     if not pooled:
         raise TrendError(f"{lineage_path}: no generation of it played an in-flow ladder (`ladder.every`)")
     out.mkdir(parents=True, exist_ok=True)
