@@ -239,6 +239,28 @@ def _tensors(device, *arrays) -> list[torch.Tensor]:
     return [torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in arrays]
 
 
+@contextlib.contextmanager
+def _evaluating(net):
+    """The network in eval mode without gradients, its training mode restored afterwards."""
+    was_training = net.training
+    net.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        net.train(was_training)
+
+
+def _batches_in_order(window: Window, index: np.ndarray, batch_size: int):
+    """The window's positions `index` in batches of `batch_size`, in order and under no symmetry: for each,
+    (its first offset in `index`, its positions, their identity inverses, window.batch's planes, pi and z)."""
+    identity = np.arange(window.num_actions)
+    for start in range(0, len(index), batch_size):
+        part = index[start : start + batch_size]
+        inverse = np.broadcast_to(identity, (len(part), len(identity)))
+        yield start, part, inverse, window.batch(part, inverse)
+
+
 def evaluate(net, window: Window, index: np.ndarray, batch_size: int, device: torch.device,
              use_aux: bool, amp: bool = False,
              layout: torch.memory_format = torch.contiguous_format) -> dict:
@@ -251,17 +273,11 @@ def evaluate(net, window: Window, index: np.ndarray, batch_size: int, device: to
     value head's outputs over the positions: 0 for a dead value head, which says the same of every
     position (its one-channel convolution's ReLU never firing).
     """
-    identity = np.arange(window.num_actions)
     totals: dict[str, float] = {}
     v_sum = v_sq = 0.0
     aux_count = 0
-    was_training = net.training
-    net.eval()
-    with torch.no_grad():
-        for start in range(0, len(index), batch_size):
-            part = index[start : start + batch_size]
-            inverse = np.broadcast_to(identity, (len(part), len(identity)))
-            planes, pi, z = window.batch(part, inverse)
+    with _evaluating(net):
+        for _, part, inverse, (planes, pi, z) in _batches_in_order(window, index, batch_size):
             aux = _tensors(device, *window.aux_batch(part, inverse)) if use_aux else None
             x, pi_t, z_t = _tensors(device, planes, pi, z)
             losses = _step_losses(net, x.contiguous(memory_format=layout), pi_t, z_t, aux, device, amp)
@@ -274,7 +290,6 @@ def evaluate(net, window: Window, index: np.ndarray, batch_size: int, device: to
                 aux_count += n
                 for k in AUX_METRIC_KEYS:
                     totals[k] = totals.get(k, 0.0) + float(losses[k]) * n
-    net.train(was_training)
     n = max(len(index), 1)
     result = {k: totals[k] / n for k in ("policy_loss", "value_loss")}
     result["value_std"] = math.sqrt(max(v_sq / n - (v_sum / n) ** 2, 0.0))
@@ -291,14 +306,9 @@ def surprise(net, window: Window, index: np.ndarray, batch_size: int, device: to
     from the network's prior, and that of its game's outcome (z as a win probability (1 + z) / 2) from
     the value head's win probability (1 + v) / 2.
     """
-    identity = np.arange(window.num_actions)
     policy, value = np.empty(len(index)), np.empty(len(index))
-    was_training = net.training
-    net.eval()
-    with torch.no_grad():
-        for start in range(0, len(index), batch_size):
-            part = index[start : start + batch_size]
-            planes, pi, z = window.batch(part, np.broadcast_to(identity, (len(part), len(identity))))
+    with _evaluating(net):
+        for start, part, _, (planes, pi, z) in _batches_in_order(window, index, batch_size):
             x, pi_t, z_t = _tensors(device, planes, pi, z)
             with _autocast(device, amp):
                 out = net(x.contiguous(memory_format=layout))
@@ -309,7 +319,6 @@ def surprise(net, window: Window, index: np.ndarray, batch_size: int, device: to
             bce = torch.xlogy(t, t) + torch.xlogy(1 - t, 1 - t) - t * torch.log(won) - (1 - t) * torch.log1p(-won)
             policy[start : start + len(part)] = kl.clamp(min=0).double().cpu().numpy()
             value[start : start + len(part)] = bce.clamp(min=0).double().cpu().numpy()
-    net.train(was_training)
     return policy, value
 
 
