@@ -292,6 +292,9 @@ class SearchConfig:
 
     visits: root visits at which a search stops.
     c_puct, fpu_reduction: PUCT constants; unvisited edges take Q = V(node) - fpu_reduction.
+    c_puct_stdev_scale, c_puct_stdev_prior, c_puct_stdev_prior_weight: above 0, each node's c_puct is scaled
+        by the spread of the values backed up through it (KataGo's dynamic variance-scaled c_puct,
+        zero.tree_walk.explore_factor); 0: the constant c_puct.
     fpu_value: a fixed Q for unvisited edges instead; 1.0 (a win) tries every legal edge
         once before any twice, as rules-only searches with equal priors want.
     dirichlet_weight, dirichlet_alpha: root noise, mixed in when a search is given noise
@@ -315,6 +318,9 @@ class SearchConfig:
 
     visits: int
     c_puct: float = 1.5
+    c_puct_stdev_scale: float = 0.0
+    c_puct_stdev_prior: float = 0.4
+    c_puct_stdev_prior_weight: float = 2.0
     fpu_reduction: float = 0.25
     fpu_value: float | None = None
     dirichlet_weight: float = 0.25
@@ -332,6 +338,11 @@ class SearchConfig:
     lcb_stdevs: float = 0.0
     lcb_min_visit_share: float = 0.1
 
+    @property
+    def stdev(self) -> tuple[float, float, float]:
+        """(scale, prior, prior weight): the tree kernels' argument for explore_factor."""
+        return (float(self.c_puct_stdev_scale), float(self.c_puct_stdev_prior), float(self.c_puct_stdev_prior_weight))
+
 
 class MCTSConfig(_Section):
     """PUCT search. `dirichlet_alpha: null` scales it to the board: 0.03 * 361 / legal moves.
@@ -342,6 +353,14 @@ class MCTSConfig(_Section):
     """
 
     c_puct: float = _float(1.5, gt=0, le=100)
+    # KataGo's dynamic variance-scaled c_puct: at each node c_puct is multiplied by 1 + scale * (sigma / prior - 1),
+    # sigma the standard deviation of the values backed up through the node, shrunk toward the prior with
+    # prior_weight values' worth of weight. The search explores more where deeper search keeps contradicting
+    # the network (a tactic that works or fails) and less where they agree; in self-play, matches, the ladder
+    # and GTP alike. 0: off (the paper's constant c_puct); KataGo: 0.85, 0.4, 2.
+    c_puct_stdev_scale: float = _float(0.0, ge=0, le=1, switch=True)
+    c_puct_stdev_prior: float = _float(0.4, gt=0, le=2, switch=True)
+    c_puct_stdev_prior_weight: float = _float(2.0, ge=0, le=100, switch=True)
     fpu_reduction: float = _float(0.25, ge=0, le=2)  # values lie in [-1, 1]
     dirichlet_alpha: float | None = _float(None, gt=0, le=100)
     dirichlet_weight: float = _float(0.25, ge=0, le=1)
@@ -403,7 +422,9 @@ class MCTSConfig(_Section):
 
     def search(self, visits: int) -> SearchConfig:
         """The search these params describe, stopping at `visits` root visits."""
-        return SearchConfig(visits=int(visits), c_puct=self.c_puct, fpu_reduction=self.fpu_reduction,
+        return SearchConfig(visits=int(visits), c_puct=self.c_puct, c_puct_stdev_scale=self.c_puct_stdev_scale,
+                            c_puct_stdev_prior=self.c_puct_stdev_prior,
+                            c_puct_stdev_prior_weight=self.c_puct_stdev_prior_weight, fpu_reduction=self.fpu_reduction,
                             dirichlet_weight=self.dirichlet_weight, dirichlet_alpha=self.dirichlet_alpha,
                             root_policy_temperature=self.root_policy_temperature,
                             forced_playouts_k=self.forced_playouts_k, root=self.root,

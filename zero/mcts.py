@@ -10,7 +10,8 @@ Python.
 
 Edge statistics follow the paper: N (visits), W (total value), Q = W/N and
 P (prior), all from the point of view of the player choosing the edge.
-Selection maximises Q + U with U = c_puct * P * sqrt(sum N) / (1 + N);
+Selection maximises Q + U with U = c_puct * P * sqrt(sum N) / (1 + N) (c_puct scaled at each node by
+the spread of its values where SearchConfig.c_puct_stdev_scale > 0, zero.tree_walk.explore_factor);
 unvisited edges take the first-play-urgency value Q = V(node) - fpu_reduction,
 or a fixed Q = fpu_value when one is given (fpu_value = 1, a win, makes every
 edge with a prior be tried once before any is tried again, as in UCT).
@@ -33,22 +34,22 @@ import numpy as np
 from zero.config import SearchConfig
 from zero.games.base import Game, parallel_chunks
 from zero.tree import Tree
-from zero.tree_walk import forced_select, puct_select, walk  # noqa: F401 (zero.mcts's API)
+from zero.tree_walk import explore_factor, forced_select, puct_select, walk  # noqa: F401 (zero.mcts's API)
 from zero.virtual_loss import select_virtual, undo_virtual
 
 ILLEGAL = np.float32(-1.0)  # prior marking an illegal edge
 
 
 @numba.njit(cache=True)
-def _select(tree, slots, c_puct, fpu_reduction, fpu_value, forced_k, root_actions, paths, depth, leaves):
+def _select(tree, slots, c_puct, fpu_reduction, fpu_value, forced_k, root_actions, paths, depth, leaves, stdev):
     """Walk each slot's tree from the root to a new (or finished) leaf, allocating the new node.
 
     At the root, root_actions[i] >= 0 is the edge slot i must take; else, with forced_k > 0,
-    an edge owed forced playouts; else PUCT, as below the root.
+    an edge owed forced playouts; else PUCT, as below the root (`stdev`: zero.tree_walk.explore_factor's).
     """
     for i in range(slots.shape[0]):
         leaves[i], depth[i] = walk(tree, slots[i], c_puct, fpu_reduction, fpu_value, forced_k, root_actions[i],
-                                   paths[i])
+                                   paths[i], stdev)
 
 
 @numba.njit(cache=True)
@@ -90,13 +91,13 @@ def _expand_backup(tree, slots, leaves, priors, values, head_values, legal, term
 
 @numba.njit(cache=True, parallel=True)
 def _select_chunks(tree, slots, c_puct, fpu_reduction, fpu_value, forced_k, root_actions, paths, depth, leaves,
-                   chunks):
+                   stdev, chunks):
     """_select over `chunks` slices of the leaves on numba's threads (each slot's tree is its own)."""
     L = slots.shape[0]
     for k in numba.prange(chunks):
         lo, hi = k * L // chunks, (k + 1) * L // chunks
         _select(tree, slots[lo:hi], c_puct, fpu_reduction, fpu_value, forced_k, root_actions[lo:hi], paths[lo:hi],
-                depth[lo:hi], leaves[lo:hi])
+                depth[lo:hi], leaves[lo:hi], stdev)
 
 
 @numba.njit(cache=True, parallel=True)
@@ -127,16 +128,17 @@ def pruned_policy(tree: Tree, slots: np.ndarray, config: SearchConfig) -> np.nda
     """
     slots = np.asarray(slots, np.int32)
     out = np.zeros((len(slots), tree.N.shape[2]), np.float32)
-    _prune(tree, slots, float(config.c_puct), float(config.forced_playouts_k), out)
+    _prune(tree, slots, float(config.c_puct), float(config.forced_playouts_k), out, config.stdev)
     return out / np.maximum(out.sum(axis=1, keepdims=True), 1.0)
 
 
 @numba.njit(cache=True)
-def _prune(tree, slots, c_puct, k, out):
+def _prune(tree, slots, c_puct, k, out, stdev):
     N, W, P = tree.N, tree.W, tree.P
     A = N.shape[2]
     for i in range(slots.shape[0]):
         b = slots[i]
+        c = c_puct * explore_factor(tree, b, 0, stdev)
         total = 0
         best = 0
         for a in range(A):
@@ -147,7 +149,7 @@ def _prune(tree, slots, c_puct, k, out):
             continue
         sqrt_total = np.sqrt(total)
         n_best = N[b, 0, best]
-        best_score = W[b, 0, best] / n_best + c_puct * P[b, 0, best] * sqrt_total / (1.0 + n_best)
+        best_score = W[b, 0, best] / n_best + c * P[b, 0, best] * sqrt_total / (1.0 + n_best)
         for a in range(A):
             n = N[b, 0, a]
             if a == best:
@@ -160,7 +162,7 @@ def _prune(tree, slots, c_puct, k, out):
             n_forced = np.sqrt(k * P[b, 0, a] * total)
             left = n
             while n - (left - 1) <= n_forced and left > 0:
-                if q + c_puct * P[b, 0, a] * sqrt_total / (1.0 + (left - 1)) >= best_score:
+                if q + c * P[b, 0, a] * sqrt_total / (1.0 + (left - 1)) >= best_score:
                     break
                 left -= 1
             out[i, a] = 0 if left <= 1 else left
@@ -286,7 +288,7 @@ class Search:
         paths = np.zeros((rows, self._paths.shape[1]), np.int32)
         depth, leaves, row_slot = (np.zeros(rows, np.int32) for _ in range(3))
         n = select_virtual(t, active, per_slot, float(c.c_puct), float(c.fpu_reduction), fpu_value,
-                           paths, depth, leaves, row_slot)
+                           paths, depth, leaves, row_slot, c.stdev)
         paths, depth, leaves, row_slot = paths[:n], depth[:n], leaves[:n], row_slot[:n]
         if busy is not None and n:
             clash = np.isin(self._leaf_keys(row_slot, leaves), busy)
@@ -431,7 +433,7 @@ class Search:
             forced = np.full(L, -1, np.int32) if root_actions is None else np.asarray(root_actions(active), np.int32)
             chunks = parallel_chunks(L)
             tree_args = (t, active, float(c.c_puct), float(c.fpu_reduction), fpu_value, forced_k, forced, paths, depth,
-                         leaves)
+                         leaves, c.stdev)
             if chunks:
                 _select_chunks(*tree_args, chunks)
             else:

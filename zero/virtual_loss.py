@@ -4,7 +4,7 @@ A single-game search (GTP, `zero play`, a match against an outside engine) has o
 leaf a round, so each network call evaluates a batch of one. With
 `SearchConfig.leaf_batch` = K, each slot selects up to K leaves a round: after each
 walk from the root, every edge on its path takes a virtual visit that counts as a
-loss for the player choosing it (N += 1, W -= 1), so the next walk prefers other
+loss for the player choosing it (N += 1, W -= 1, W2 += 1), so the next walk prefers other
 lines. The K leaves are evaluated in one call, the virtual visits are taken back
 and the real values backed up, so after a round the tree holds exactly the visits
 and values of the leaves it evaluated. A walk that ends on a leaf already chosen
@@ -17,24 +17,25 @@ from __future__ import annotations
 
 import numba
 
-from zero.tree_walk import walk
+from zero.tree_walk import NO_STDEV, walk
 
 
 @numba.njit(cache=True)
-def select_virtual(tree, slots, per_slot, c_puct, fpu_reduction, fpu_value, paths, depth, leaves, row_slot) -> int:
+def select_virtual(tree, slots, per_slot, c_puct, fpu_reduction, fpu_value, paths, depth, leaves, row_slot,
+                   stdev=NO_STDEV) -> int:
     """Up to per_slot[i] leaves for each slot of `tree` (a zero.tree.Tree), each walk under the virtual
-    losses of the ones before.
+    losses of the ones before (`stdev`: zero.tree_walk.explore_factor's).
 
     Writes rows of (row_slot, paths, depth, leaves) and returns their number; every row's path
     carries one virtual visit until `undo_virtual`.
     """
-    N, W, parent, action = tree.N, tree.W, tree.parent, tree.action
+    N, W, W2, parent, action = tree.N, tree.W, tree.W2, tree.parent, tree.action
     r = 0
     for i in range(slots.shape[0]):
         b = slots[i]
         first = r
         for _ in range(per_slot[i]):
-            node, d = walk(tree, b, c_puct, fpu_reduction, fpu_value, 0.0, -1, paths[r])
+            node, d = walk(tree, b, c_puct, fpu_reduction, fpu_value, 0.0, -1, paths[r], stdev)
             collided = False
             for j in range(first, r):
                 if leaves[j] == node:
@@ -50,6 +51,7 @@ def select_virtual(tree, slots, per_slot, c_puct, fpu_reduction, fpu_value, path
                 a = action[b, node]
                 N[b, p, a] += 1
                 W[b, p, a] -= 1.0
+                W2[b, p, a] += 1.0
                 node = p
             r += 1
     return r
@@ -58,7 +60,7 @@ def select_virtual(tree, slots, per_slot, c_puct, fpu_reduction, fpu_value, path
 @numba.njit(cache=True)
 def undo_virtual(tree, row_slot, leaves, n):
     """Take back the virtual visits of the first n rows."""
-    N, W, parent, action = tree.N, tree.W, tree.parent, tree.action
+    N, W, W2, parent, action = tree.N, tree.W, tree.W2, tree.parent, tree.action
     for i in range(n):
         b = row_slot[i]
         node = leaves[i]
@@ -67,4 +69,5 @@ def undo_virtual(tree, row_slot, leaves, n):
             a = action[b, node]
             N[b, p, a] -= 1
             W[b, p, a] += 1.0
+            W2[b, p, a] -= 1.0
             node = p
