@@ -105,19 +105,3 @@ def test_a_search_with_the_scaled_c_puct_spends_its_visits_otherwise(leaf_batch)
         _edges_agree_with_their_nodes(search.tree, 0)
         roots.append(search.tree.N[0, 0].copy())
     assert not np.array_equal(*roots)
-
-
-def test_the_scaled_search_still_finds_the_only_block():
-    board = """
-     X . . . . .
-     . . . . . .
-     X . . . . .
-     . . . . . .
-     X O O O . .
-     . . . . . .
-     """
-    pos = GomokuPosition.from_ascii(board, k=4, to_play=1)
-    search = Search(pos.game, UniformEvaluator(), 1, SearchConfig(visits=1500, fpu_reduction=0.0,
-                                                                  c_puct_stdev_scale=0.85))
-    search.run(pos.batch, np.array([0]))
-    assert pos.game.action_to_text(int(search.tree.N[0, 0].argmax())) == "E2"

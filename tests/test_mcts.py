@@ -143,7 +143,8 @@ def test_search_finds_one_move_win(board, expected):
     assert game.action_to_text(best) in expected
 
 
-def test_search_finds_the_only_block():
+@pytest.mark.parametrize("stdev_scale", [0.0, 0.85])  # the constant c_puct, KataGo's variance-scaled one
+def test_search_finds_the_only_block(stdev_scale):
     # O threatens four at E2 only (A2 is taken by X); every other move loses at once
     board = """
      X . . . . .
@@ -156,7 +157,8 @@ def test_search_finds_the_only_block():
     pos = GomokuPosition.from_ascii(board, k=4, to_play=1)
     game, batch = pos.game, pos.batch
     # with equal priors the plain Q = 0 for unvisited moves lets every reply be tried
-    search = Search(game, UniformEvaluator(), 1, SearchConfig(visits=1500, fpu_reduction=0.0))
+    search = Search(game, UniformEvaluator(), 1, SearchConfig(visits=1500, fpu_reduction=0.0,
+                                                              c_puct_stdev_scale=stdev_scale))
     search.run(batch, np.array([0]))
     best = int(search.tree.N[0, 0].argmax())
     assert game.action_to_text(best) == "E2"
