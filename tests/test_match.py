@@ -132,14 +132,15 @@ def test_a_network_spec_sets_its_own_search_constants(tiny_params, tmp_path):
     path = tmp_path / "aux.pt"
     init_checkpoint(params, path, seed=0)
     game = make_game(params.game)
-    tuned = make_player(f"{path}@cp2.5@fpu0.1@su0.3@sd0.85@v12", params, game, visits=40, seed=0)
+    tuned = make_player(f"{path}@cp2.5@fpu0.1@su0.3@sd0.85@svb0.35@v12", params, game, visits=40, seed=0)
     c = tuned.config
-    assert (c.c_puct, c.fpu_reduction, c.visits, c.c_puct_stdev_scale) == (2.5, 0.1, 12, 0.85)
+    assert (c.c_puct, c.fpu_reduction, c.visits, c.c_puct_stdev_scale, c.subtree_bias_factor) == (2.5, 0.1, 12, 0.85,
+                                                                                                 0.35)
     assert isinstance(tuned.evaluator.net, ScoreUtilityNet) and tuned.evaluator.net.weight == 0.3
     plain = make_player(str(path), params, game, visits=40, seed=0)
     assert (plain.config.c_puct, plain.config.fpu_reduction) == (params.mcts.c_puct, params.mcts.fpu_reduction)
     assert not isinstance(plain.evaluator.net, ScoreUtilityNet)  # the params' score_utility, 0 here
-    for bad in ("@cp0", "@cp11", "@cp-1", "@cp2.5.1", "@cp", "@fpu3", "@su1e2", "@cpx", "@sd1.5"):
+    for bad in ("@cp0", "@cp11", "@cp-1", "@cp2.5.1", "@cp", "@fpu3", "@su1e2", "@cpx", "@sd1.5", "@svb2"):
         with pytest.raises(ValueError, match=r"is not an option .*@cp<0.1-10.0> mcts.c_puct"):
             make_player(f"{path}{bad}", params, game, visits=8)
     out = run_match(game, tuned, plain, num_games=2, seed=1, concurrent=2, opening_moves=2)

@@ -669,7 +669,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="checkpoint, 'shipped' (the champion shipped for the board; the default), 'random', "
                         "'mcts:N', 'init' or 'gtp:<command>'; a checkpoint may end in player options: "
                         "@v<N> visits, @cp<X> c_puct, @fpu<X> fpu_reduction, @su<X> score_utility, "
-                        "@sd<X> c_puct_stdev_scale, @bf1/@bf0 "
+                        "@sd<X> c_puct_stdev_scale, @svb<X> subtree_bias_factor, @bf1/@bf0 "
                         "bfloat16/float32, @lb<N> leaf batch, @f<N> batches in flight (models/go-9.pt@cp2@v400)")
     p.add_argument("--b", required=True, help="like --a")
     p.add_argument("--games", type=_count(MAX_GAMES), default=None)

@@ -314,6 +314,9 @@ class SearchConfig:
     lcb_stdevs, lcb_min_visit_share: the move played without sampling (zero.tree.Tree.best_actions): 0, the
         most visited; else the highest lower confidence bound of Q among the edges with that share of the
         most visited one's visits.
+    subtree_bias_factor, subtree_bias_exponent: above 0, each new leaf's value is corrected by the mean error
+        the search observed at the tree's other nodes of its local pattern (KataGo's subtree value bias
+        correction, zero.subtree_bias); 0: the network's value as it is.
     """
 
     visits: int
@@ -337,6 +340,13 @@ class SearchConfig:
     early_passes: bool = True
     lcb_stdevs: float = 0.0
     lcb_min_visit_share: float = 0.1
+    subtree_bias_factor: float = 0.0
+    subtree_bias_exponent: float = 0.8
+
+    @property
+    def bias(self) -> tuple[float, float]:
+        """(factor, exponent): the backup kernel's argument for the subtree value bias correction."""
+        return (float(self.subtree_bias_factor), float(self.subtree_bias_exponent))
 
     @property
     def stdev(self) -> tuple[float, float, float]:
@@ -407,6 +417,14 @@ class MCTSConfig(_Section):
     # search and the policy targets are unchanged. PUCT roots only.
     lcb_stdevs: float = _float(0.0, ge=0, le=20, switch=True)
     lcb_min_visit_share: float = _float(0.1, gt=0, le=1, switch=True)
+    # KataGo's subtree value bias correction (zero.subtree_bias): the search keeps, for each local pattern (in
+    # Go the last two moves and the 5x5 window around the last), how far the network's value of the tree's
+    # nodes of that pattern was from what deeper search found under them, weighted by visits ** exponent; a
+    # new leaf of the pattern enters with its value less factor times that mean error. Where the network
+    # keeps misjudging one tactic across the tree, the search stops being fooled by it each time anew; in
+    # self-play, matches, the ladder and GTP alike. 0: off; KataGo: 0.35, 0.8.
+    subtree_bias_factor: float = _float(0.0, ge=0, le=1, switch=True)
+    subtree_bias_exponent: float = _float(0.8, gt=0, le=2, switch=True)
 
     @model_validator(mode="after")
     def _late_passes_keep_eyes(self) -> "MCTSConfig":
@@ -432,7 +450,9 @@ class MCTSConfig(_Section):
                             gumbel_c_scale=self.gumbel_c_scale, leaf_batch=self.leaf_batch,
                             leaf_batches_in_flight=self.leaf_batches_in_flight,
                             fill_own_eyes=self.fill_own_eyes, early_passes=self.early_passes,
-                            lcb_stdevs=self.lcb_stdevs, lcb_min_visit_share=self.lcb_min_visit_share)
+                            lcb_stdevs=self.lcb_stdevs, lcb_min_visit_share=self.lcb_min_visit_share,
+                            subtree_bias_factor=self.subtree_bias_factor,
+                            subtree_bias_exponent=self.subtree_bias_exponent)
 
 
 class _ComputeSection(_Section):

@@ -38,9 +38,11 @@ MATCH_SGF = "match.sgf.gz"  # a match's games, one gzip-compressed SGF collectio
 PLAYER_OPTIONS = {"lb": (1, 256, "leaf batch"), "f": (1, 16, "leaf batches in flight"), "v": (1, 100_000, "visits"),
                   "bf": (0, 1, "the network in bfloat16 on the CPU, gate.cpu_bf16"),
                   "cp": (0.1, 10.0, "mcts.c_puct"), "fpu": (0.0, 2.0, "mcts.fpu_reduction"),
-                  "su": (0.0, 2.0, "mcts.score_utility"), "sd": (0.0, 1.0, "mcts.c_puct_stdev_scale")}
+                  "su": (0.0, 2.0, "mcts.score_utility"), "sd": (0.0, 1.0, "mcts.c_puct_stdev_scale"),
+                  "svb": (0.0, 1.0, "mcts.subtree_bias_factor")}
 # the search constants the decimal options set
-SEARCH_OPTIONS = {"cp": "c_puct", "fpu": "fpu_reduction", "su": "score_utility", "sd": "c_puct_stdev_scale"}
+SEARCH_OPTIONS = {"cp": "c_puct", "fpu": "fpu_reduction", "su": "score_utility", "sd": "c_puct_stdev_scale",
+                  "svb": "subtree_bias_factor"}
 
 
 def _option_value(key: str, text: str) -> int | float | None:
@@ -56,7 +58,8 @@ def split_options(spec: str) -> tuple[str, dict]:
     """`models/go-9.pt@lb8@f2@v300@bf1@cp2.5` -> ("models/go-9.pt", {"lb": 8, "f": 2, "v": 300, "bf": 1,
     "cp": 2.5}): a network player's own leaf batch (lb, 1 to 256), leaf batches in flight (f, 1 to 16), visits
     a move (v, 1 to 100,000), network precision on the CPU (bf1: bfloat16, bf0: float32) and search constants
-    (cp: c_puct, fpu: fpu_reduction, su: score_utility, sd: c_puct_stdev_scale). ValueError names a bad option."""
+    (cp: c_puct, fpu: fpu_reduction, su: score_utility, sd: c_puct_stdev_scale, svb: subtree_bias_factor).
+    ValueError names a bad option."""
     path, *parts = spec.split("@")
     options = {}
     for part in parts:
@@ -101,8 +104,8 @@ def make_player(spec: str, params, game: Game, visits: int, seed: int = 0):
     spec may end in `@lb<N>` (its search evaluates N leaves a call, mcts.leaf_batch), `@f<N>` (N such
     batches in flight, mcts.leaf_batches_in_flight), `@v<N>` (its own visits a move), `@bf1` / `@bf0`
     (its network in bfloat16 / float32 on the CPU; bf1 takes the fast evaluation, gate.fast_inference) and
-    `@cp<X>`, `@fpu<X>`, `@su<X>`, `@sd<X>` (its own mcts.c_puct, fpu_reduction, score_utility and
-    c_puct_stdev_scale): `models/go-9.pt@lb8@v300`
+    `@cp<X>`, `@fpu<X>`, `@su<X>`, `@sd<X>`, `@svb<X>` (its own mcts.c_puct, fpu_reduction, score_utility,
+    c_puct_stdev_scale and subtree_bias_factor): `models/go-9.pt@lb8@v300`
     against `models/go-9.pt`, `models/go-9.pt@bf1` against `models/go-9.pt@bf0`, `models/go-9.pt@cp2.5` against
     `models/go-9.pt`.
     """

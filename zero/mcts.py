@@ -33,6 +33,7 @@ import numpy as np
 
 from zero.config import SearchConfig
 from zero.games.base import Game, parallel_chunks
+from zero.subtree_bias import bucket_of, buckets_for, enter, leaf_correction, observe
 from zero.tree import Tree
 from zero.tree_walk import explore_factor, forced_select, puct_select, walk  # noqa: F401 (zero.mcts's API)
 from zero.virtual_loss import select_virtual, undo_virtual
@@ -53,12 +54,18 @@ def _select(tree, slots, c_puct, fpu_reduction, fpu_value, forced_k, root_action
 
 
 @numba.njit(cache=True)
-def _expand_backup(tree, slots, leaves, priors, values, head_values, legal, terminal_values):
+def _expand_backup(tree, slots, leaves, priors, values, head_values, legal, terminal_values, keys, bias):
     """Expand each leaf with its priors (or mark it finished) and back its value up the path: `values`
-    (what the search maximises) into W and W2, `head_values` (the value head's) into V."""
+    (what the search maximises) into W and W2, `head_values` (the value head's) into V.
+
+    `bias` (factor, exponent) with a factor above 0: the subtree value bias correction (zero.subtree_bias),
+    each new leaf entering bucket keys[i] of its slot's table with its value corrected by the bucket's bias,
+    and each node on the path observing the value backed up through it."""
     N, W, W2, V, P, parent, action = tree.N, tree.W, tree.W2, tree.V, tree.P, tree.parent, tree.action
     expanded, terminal, value = tree.expanded, tree.terminal, tree.value
     A = N.shape[2]
+    factor, exponent = bias
+    biased = factor > 0.0
     for i in range(slots.shape[0]):
         b = slots[i]
         c = leaves[i]
@@ -75,6 +82,9 @@ def _expand_backup(tree, slots, leaves, priors, values, head_values, legal, term
                     P[b, c, a] = priors[i, a] if legal[i, a] else -1.0
                 value[b, c] = values[i]
                 v, h = values[i], head_values[i]
+                if biased:
+                    enter(tree, b, c, keys[i])
+                    v -= leaf_correction(tree, b, keys[i], factor)
         else:
             v = h = terminal[b, c]
         node = c
@@ -86,6 +96,8 @@ def _expand_backup(tree, slots, leaves, priors, values, head_values, legal, term
             W[b, p, a] += v
             W2[b, p, a] += v * v
             V[b, p, a] += h
+            if biased:
+                observe(tree, b, p, v, exponent)
             node = p
 
 
@@ -101,13 +113,14 @@ def _select_chunks(tree, slots, c_puct, fpu_reduction, fpu_value, forced_k, root
 
 
 @numba.njit(cache=True, parallel=True)
-def _expand_backup_chunks(tree, slots, leaves, priors, values, head_values, legal, terminal_values, chunks):
+def _expand_backup_chunks(tree, slots, leaves, priors, values, head_values, legal, terminal_values, keys, bias,
+                          chunks):
     """_expand_backup over `chunks` slices of the leaves on numba's threads."""
     L = slots.shape[0]
     for k in numba.prange(chunks):
         lo, hi = k * L // chunks, (k + 1) * L // chunks
         _expand_backup(tree, slots[lo:hi], leaves[lo:hi], priors[lo:hi], values[lo:hi], head_values[lo:hi],
-                       legal[lo:hi], terminal_values[lo:hi])
+                       legal[lo:hi], terminal_values[lo:hi], keys[lo:hi], bias)
 
 
 def split_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -233,7 +246,12 @@ class Search:
         self.evaluator = evaluator
         self.config = config
         self.visits = config.visits  # lowered for a single search by engines that stop on time
-        self.tree = Tree.allocate(batch_size, config.visits + 2, game.num_actions)
+        self._biased = config.subtree_bias_factor > 0
+        if self._biased and not game.has_pattern_keys:
+            raise ValueError(f"mcts.subtree_bias_factor needs a game with pattern keys; {game.name} has none")
+        buckets = buckets_for(config.visits + 2) if self._biased else 0
+        self.tree = Tree.allocate(batch_size, config.visits + 2, game.num_actions, bias_buckets=buckets)
+        self._want_planes = evaluator.needs_planes or self._biased
         max_depth = min(config.visits + 2, game.max_moves + 1)
         self._paths = np.zeros((batch_size, max_depth), np.int32)
         self._depth = np.zeros(batch_size, np.int32)
@@ -304,9 +322,15 @@ class Search:
 
     def _leaf_inputs(self, batch, rows: tuple):
         row_slot, paths, depth, _ = rows
-        return self.game.leaf_inputs(batch, row_slot, paths, depth, want_planes=self.evaluator.needs_planes,
+        return self.game.leaf_inputs(batch, row_slot, paths, depth, want_planes=self._want_planes,
                                      fill_own_eyes=self.config.fill_own_eyes,
                                      early_passes=self.config.early_passes)
+
+    def _bias_keys(self, inputs) -> np.ndarray:
+        """[L] int64: each leaf's bucket in its slot's bias table (zero.subtree_bias); all -1 when off."""
+        if not self._biased:
+            return np.full(len(inputs.terminal_value), -1, np.int64)
+        return bucket_of(self.game.pattern_keys(inputs.planes), self.tree.bias_table.shape[1])
 
     def _backup_virtual(self, rows: tuple, inputs, priors: np.ndarray, values: np.ndarray) -> None:
         """Take back the rows' virtual visits and back up their evaluations."""
@@ -314,7 +338,8 @@ class Search:
         row_slot, _, _, leaves = rows
         self.evaluations += int(np.isnan(inputs.terminal_value).sum())
         undo_virtual(t, row_slot, leaves, len(leaves))
-        _expand_backup(t, row_slot, leaves, priors, *split_values(values), inputs.legal, inputs.terminal_value)
+        _expand_backup(t, row_slot, leaves, priors, *split_values(values), inputs.legal, inputs.terminal_value,
+                       self._bias_keys(inputs), self.config.bias)
 
     def _run_in_flight(self, batch, slots: np.ndarray, visits, stop=None) -> None:
         """`run` without root noise, with up to `leaf_batches_in_flight` leaf batches at the evaluator at once.
@@ -438,11 +463,12 @@ class Search:
                 _select_chunks(*tree_args, chunks)
             else:
                 _select(*tree_args)
-            inputs = self.game.leaf_inputs(batch, active, paths, depth, want_planes=self.evaluator.needs_planes,
+            inputs = self.game.leaf_inputs(batch, active, paths, depth, want_planes=self._want_planes,
                                            fill_own_eyes=c.fill_own_eyes, early_passes=c.early_passes)
             priors, values = yield active, paths, depth, inputs
             self.evaluations += int(np.isnan(inputs.terminal_value).sum())
-            backup_args = (t, active, leaves, priors, *split_values(values), inputs.legal, inputs.terminal_value)
+            backup_args = (t, active, leaves, priors, *split_values(values), inputs.legal, inputs.terminal_value,
+                           self._bias_keys(inputs), c.bias)
             if chunks:
                 _expand_backup_chunks(*backup_args, chunks)
             else:

@@ -14,7 +14,8 @@ import numpy as np
 from numba.core import types
 from numba.experimental import structref
 
-FIELDS = ("N", "W", "W2", "V", "P", "child", "parent", "action", "expanded", "terminal", "value", "num_nodes")
+FIELDS = ("N", "W", "W2", "V", "P", "child", "parent", "action", "expanded", "terminal", "value", "num_nodes",
+          "bias_key", "bias_node", "bias_table")
 
 
 @structref.register
@@ -34,9 +35,12 @@ class Tree(structref.StructRefProxy):
 
     __slots__ = ("_arrays",)
 
-    def __new__(cls, N, W, W2, V, P, child, parent, action, expanded, terminal, value, num_nodes) -> "Tree":
-        tree = _new_tree(N, W, W2, V, P, child, parent, action, expanded, terminal, value, num_nodes)
-        tree._arrays = (N, W, W2, V, P, child, parent, action, expanded, terminal, value, num_nodes)
+    def __new__(cls, N, W, W2, V, P, child, parent, action, expanded, terminal, value, num_nodes,
+                bias_key, bias_node, bias_table) -> "Tree":
+        arrays = (N, W, W2, V, P, child, parent, action, expanded, terminal, value, num_nodes,
+                  bias_key, bias_node, bias_table)
+        tree = _new_tree(*arrays)
+        tree._arrays = arrays
         return tree
 
     N = property(lambda self: self._arrays[0], doc="[B, M, A] int32, edge visit counts")
@@ -56,10 +60,21 @@ class Tree(structref.StructRefProxy):
     value = property(lambda self: self._arrays[10], doc="[B, M] float32, network value of the node "
                                                        "(side to move's view)")
     num_nodes = property(lambda self: self._arrays[11], doc="[B] int32, nodes in use")
+    # The subtree value bias correction (zero.subtree_bias), each with a second dimension of 0 when it is off.
+    bias_key = property(lambda self: self._arrays[12], doc="[B, M] int32, the node's bucket in its slot's "
+                                                          "bias table, -1 for none")
+    bias_node = property(lambda self: self._arrays[13], doc="[B, M, 4] float64, per node: values backed up "
+                                                           "through it, their sum (its side to move's view), "
+                                                           "and the weight and weighted error it last put "
+                                                           "in its bucket")
+    bias_table = property(lambda self: self._arrays[14], doc="[B, K, 2] float64, per bucket: the sum of its "
+                                                            "nodes' weighted errors and of their weights")
 
     @classmethod
-    def allocate(cls, batch_size: int, max_nodes: int, num_actions: int) -> "Tree":
+    def allocate(cls, batch_size: int, max_nodes: int, num_actions: int, bias_buckets: int = 0) -> "Tree":
+        """Empty trees; `bias_buckets` > 0: with the subtree value bias arrays, that many buckets a slot."""
         shape3 = (batch_size, max_nodes, num_actions)
+        bias_nodes = max_nodes if bias_buckets > 0 else 0
         return cls(
             N=np.zeros(shape3, np.int32),
             W=np.zeros(shape3, np.float32),
@@ -73,6 +88,9 @@ class Tree(structref.StructRefProxy):
             terminal=np.full((batch_size, max_nodes), np.nan, np.float32),
             value=np.zeros((batch_size, max_nodes), np.float32),
             num_nodes=np.ones(batch_size, np.int32),
+            bias_key=np.full((batch_size, bias_nodes), -1, np.int32),
+            bias_node=np.zeros((batch_size, bias_nodes, 4), np.float64),
+            bias_table=np.zeros((batch_size, bias_buckets, 2), np.float64),
         )
 
     @property
@@ -147,9 +165,11 @@ structref.define_proxy(Tree, TreeType, list(FIELDS))
 
 
 @numba.njit(cache=True)
-def _new_tree(N, W, W2, V, P, child, parent, action, expanded, terminal, value, num_nodes):
+def _new_tree(N, W, W2, V, P, child, parent, action, expanded, terminal, value, num_nodes, bias_key, bias_node,
+              bias_table):
     """The structref of the arrays (compiled once, then read from numba's cache)."""
-    return Tree(N, W, W2, V, P, child, parent, action, expanded, terminal, value, num_nodes)
+    return Tree(N, W, W2, V, P, child, parent, action, expanded, terminal, value, num_nodes, bias_key, bias_node,
+                bias_table)
 
 
 @numba.njit(cache=True)
@@ -162,6 +182,8 @@ def _reset_root(tree, b):
     tree.expanded[b, 0] = False
     tree.terminal[b, 0] = np.nan
     tree.num_nodes[b] = 1
+    if tree.bias_table.shape[1] > 0:  # the bias table holds only the errors of the nodes in the tree
+        tree.bias_table[b, :, :] = 0.0
 
 
 @numba.njit(cache=True)
@@ -216,3 +238,23 @@ def _promote(tree, b, a):
         terminal[b, j] = term_old[j]
         value[b, j] = val_old[j]
     tree.num_nodes[b] = count
+    if tree.bias_table.shape[1] > 0:
+        _keep_bias(tree, b, order)
+
+
+@numba.njit(cache=True)
+def _keep_bias(tree, b, order):
+    """The subtree value bias of the nodes `order` kept (old indices, in their new order): their buckets and
+    statistics renumbered, and the slot's table rebuilt from their last contributions alone (the nodes
+    dropped with the rest of the tree take theirs with them)."""
+    key_old = tree.bias_key[b][order].copy()
+    node_old = tree.bias_node[b][order].copy()
+    table = tree.bias_table[b]
+    table[:, :] = 0.0
+    for j in range(order.shape[0]):
+        k = key_old[j]
+        tree.bias_key[b, j] = k
+        tree.bias_node[b, j, :] = node_old[j]
+        if k >= 0:
+            table[k, 0] += node_old[j, 3]
+            table[k, 1] += node_old[j, 2]

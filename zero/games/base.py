@@ -71,6 +71,7 @@ class Game(ABC):
     num_planes: int  # network input planes
     max_moves: int  # a game is over after this many moves
     pass_action: int  # -1 where the game has no pass
+    has_pattern_keys: bool = False  # whether `pattern_keys` is there (the subtree value bias correction)
 
     # --- batches -------------------------------------------------------------
     @abstractmethod
@@ -138,6 +139,12 @@ class Game(ABC):
         seed: int,
     ) -> np.ndarray:
         """[L] float32: result of one uniformly random playout from each leaf, leaf's side to move's view."""
+
+    def pattern_keys(self, planes: np.ndarray) -> np.ndarray:
+        """[L] int64: a key (>= 0, or -1 for none) for the local pattern of each leaf whose network input
+        planes are `planes` ([L, C, H, W]), for the subtree value bias correction (zero.subtree_bias): two
+        leaves in the same key are positions where the same move was just made into the same surroundings."""
+        raise NotImplementedError(f"{self.name} has no pattern keys")
 
     @abstractmethod
     def symmetries(self) -> np.ndarray:

@@ -22,6 +22,7 @@ import numpy as np
 from zero.games import go_kernels as K
 from zero.games.base import Game, IllegalMove, LeafInputs, Position, parallel_chunks, square_symmetries
 from zero.notation import COLUMNS, colour_name, score_text
+from zero.subtree_bias import window_keys
 
 BLACK, WHITE, EMPTY = 1, -1, 0
 STONE_TEXT = {BLACK: "X", WHITE: "O", EMPTY: "."}
@@ -154,6 +155,30 @@ class GoGame(Game):
             K.leaf_inputs(*args)
         shaped = planes.reshape(L, self.num_planes, self.size, self.size) if want_planes else None
         return LeafInputs(legal=legal, terminal_value=terminal, planes=shaped)
+
+    has_pattern_keys = True
+
+    def pattern_keys(self, planes: np.ndarray) -> np.ndarray:
+        """KataGo's bucket of a node: the mover, the point of the last move and of the one before (a pass or
+        no move: a point of its own), and the 5x5 window around the last move (empty, the side to move's, the
+        mover's, off the board; each stone's atari from the liberty planes where the input has them), all
+        read off the input planes: the last move is the mover's one new stone, the one before the side to
+        move's."""
+        H = K.HISTORY_PLANES
+        L = planes.shape[0]
+        own, opp = planes[:, 0].astype(bool), planes[:, H].astype(bool)
+        flat = (L, self.num_points)
+        last_new = (opp & ~planes[:, H + 1].astype(bool)).reshape(flat)
+        prev_new = (planes[:, 1].astype(bool) & ~planes[:, 2].astype(bool)).reshape(flat)
+        last = np.where(last_new.any(axis=1), last_new.argmax(axis=1), self.num_points)
+        prev = np.where(prev_new.any(axis=1), prev_new.argmax(axis=1), self.num_points)
+        codes = own * 1 + opp * 2
+        if self.liberty_planes:
+            atari = planes[:, 2 * H + 1].astype(bool) | planes[:, 2 * H + 4].astype(bool)
+            codes = codes + 4 * atari
+        centre = np.where(last < self.num_points, last, -1)
+        colour = planes[:, 2 * H, 0, 0].astype(np.int64)
+        return window_keys(codes.astype(np.int64), centre, np.stack([last, prev, colour], axis=1))
 
     def rollout_values(self, batch: GoBatch, slots, paths, depth, seed: int) -> np.ndarray:
         slots = np.ascontiguousarray(slots, dtype=np.int32)

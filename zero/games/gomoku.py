@@ -17,6 +17,7 @@ import numpy as np
 
 from zero.games.base import Game, IllegalMove, LeafInputs, Position, square_symmetries
 from zero.notation import COLUMNS
+from zero.subtree_bias import window_keys
 
 BLACK, WHITE, EMPTY = 1, -1, 0
 _STONES = {BLACK: "X", WHITE: "O", EMPTY: "."}
@@ -301,6 +302,19 @@ class GomokuGame(Game):
                      slots, paths, depth, self.height, self.width, self.k, bool(want_planes),
                      legal, terminal, planes)
         return LeafInputs(legal=legal, terminal_value=terminal, planes=planes if want_planes else None)
+
+    has_pattern_keys = True
+
+    def pattern_keys(self, planes: np.ndarray) -> np.ndarray:
+        """The mover, the point of the last move and the 5x5 window around it (empty, the side to move's, the
+        mover's, off the board), read off the input planes; -1 (no key) before the first move."""
+        L = planes.shape[0]
+        marked = planes[:, 2].reshape(L, -1).astype(bool)
+        last = np.where(marked.any(axis=1), marked.argmax(axis=1), -1)
+        codes = planes[:, 0].astype(np.int64) + 2 * planes[:, 1].astype(np.int64)
+        colour = planes[:, 3, 0, 0].astype(np.int64)
+        keys = window_keys(codes, last, np.stack([np.maximum(last, 0), np.zeros(L, np.int64), colour], axis=1))
+        return np.where(last >= 0, keys, -1)
 
     def rollout_values(self, batch: GomokuBatch, slots, paths, depth, seed: int) -> np.ndarray:
         slots, paths, depth = _as_leaves(slots, paths, depth)
