@@ -132,11 +132,23 @@ class ByPath(UniformEvaluator):
         return priors, np.cos(last * 1.7 + np.asarray(depth) * 0.9).astype(np.float32) * 0.8
 
 
-@pytest.mark.parametrize("leaf_batch", [1, 8])
-def test_a_search_keeps_its_table_to_the_nodes_in_its_tree(leaf_batch):
+class DeferredByPath(ByPath):
+    """ByPath whose batches are evaluated only when collected, after the next batch was selected: the
+    values of one batch come back while the other's virtual visits are still in the tree."""
+
+    def submit(self, game, batch, slots, paths, depth, inputs):
+        return game, batch, slots, np.array(paths), np.array(depth), inputs
+
+    def collect(self, handle):
+        return self.evaluate(*handle)
+
+
+@pytest.mark.parametrize("leaf_batch, in_flight", [(1, 1), (8, 1), (8, 2)])
+def test_a_search_keeps_its_table_to_the_nodes_in_its_tree(leaf_batch, in_flight):
     pos = GomokuPosition.initial(6, 6, 4).play("C3")
-    config = SearchConfig(visits=300, leaf_batch=leaf_batch, subtree_bias_factor=0.35)
-    search = Search(pos.game, ByPath(), 1, config)
+    config = SearchConfig(visits=300, leaf_batch=leaf_batch, leaf_batches_in_flight=in_flight,
+                          subtree_bias_factor=0.35)
+    search = Search(pos.game, DeferredByPath() if in_flight > 1 else ByPath(), 1, config)
     slots = np.zeros(1, np.int32)
     search.run(pos.batch, slots)
     t = search.tree
