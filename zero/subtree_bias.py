@@ -34,7 +34,7 @@ def buckets_for(max_nodes: int) -> int:
 
 
 def bucket_of(keys: np.ndarray, buckets: int) -> np.ndarray:
-    """[L] int64: the bucket of each game pattern key (`Game.pattern_keys`), NO_KEY where the key is."""
+    """[L] int64: the bucket of each game pattern key (`Game.pattern_keys`), NO_KEY where the key is negative."""
     keys = np.asarray(keys, np.int64)
     return np.where(keys >= 0, keys % buckets, NO_KEY)
 
@@ -45,9 +45,9 @@ _POINT = _RNG.integers(0, 1 << _KEY_BITS, size=(3, 1024), dtype=np.int64)  # las
 
 
 def window_keys(codes: np.ndarray, centre: np.ndarray, extra: np.ndarray) -> np.ndarray:
-    """[L] int64 keys, each from the 5x5 window of `codes` ([L, H, W] int, 0-3: empty, own, opponent's, and
-    4 added for a stone in atari) around `centre` ([L] flat point, -1: no window), off-board cells counted
-    as a code of their own, and the `extra` columns ([L, 3] int: the last move's point, the one before's, the
+    """[L] int64 keys, each from the 5x5 window of `codes` ([L, H, W] int: 0 empty, 1 the side to move's stone,
+    2 the other side's, 4 more for a stone in atari) around `centre` ([L] flat point, -1: no window), off-board
+    cells counted as a code of their own (3), and the `extra` columns ([L, 3] int: the last move's point, the one before's, the
     side to move; each taken modulo 1,024) hashed in."""
     L, H, W = codes.shape
     padded = np.full((L, H + 4, W + 4), 3, np.int64)  # 3 with no stone bit: off the board
