@@ -247,7 +247,7 @@ class Search:
         self.config = config
         self.visits = config.visits  # lowered for a single search by engines that stop on time
         self._biased = config.subtree_bias_factor > 0
-        if self._biased and not game.has_pattern_keys:
+        if self._biased and type(game).pattern_keys is Game.pattern_keys:
             raise ValueError(f"mcts.subtree_bias_factor needs a game with pattern keys; {game.name} has none")
         buckets = buckets_for(config.visits + 2) if self._biased else 0
         self.tree = Tree.allocate(batch_size, config.visits + 2, game.num_actions, bias_buckets=buckets)

@@ -71,7 +71,6 @@ class Game(ABC):
     num_planes: int  # network input planes
     max_moves: int  # a game is over after this many moves
     pass_action: int  # -1 where the game has no pass
-    has_pattern_keys: bool = False  # whether `pattern_keys` is there (the subtree value bias correction)
 
     # --- batches -------------------------------------------------------------
     @abstractmethod

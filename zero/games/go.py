@@ -156,8 +156,6 @@ class GoGame(Game):
         shaped = planes.reshape(L, self.num_planes, self.size, self.size) if want_planes else None
         return LeafInputs(legal=legal, terminal_value=terminal, planes=shaped)
 
-    has_pattern_keys = True
-
     def pattern_keys(self, planes: np.ndarray) -> np.ndarray:
         """KataGo's bucket of a node: the mover, the point of the last move and of the one before (a pass or
         no move: a point of its own), and the 5x5 window around the last move (empty, the side to move's, the

@@ -303,8 +303,6 @@ class GomokuGame(Game):
                      legal, terminal, planes)
         return LeafInputs(legal=legal, terminal_value=terminal, planes=planes if want_planes else None)
 
-    has_pattern_keys = True
-
     def pattern_keys(self, planes: np.ndarray) -> np.ndarray:
         """The mover, the point of the last move and the 5x5 window around it (empty, the side to move's, the
         mover's, off the board), read off the input planes; -1 (no key) before the first move."""
