@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 from zero.config import MCTSConfig, SearchConfig
-from zero.evaluator import UniformEvaluator
 from zero.games.gomoku import GomokuPosition
 from zero.mcts import Search, Tree, explore_factor, forced_select, puct_select
+
+from search_evaluators import PathValues
 
 KATAGO = (0.85, 0.4, 2.0)  # KataGo's scale, prior and prior weight
 
@@ -84,21 +85,12 @@ def _edges_agree_with_their_nodes(tree, slot):
         assert tree.W2[slot, p, a] == pytest.approx(own * own + tree.W2[slot, node].sum(), abs=1e-3)
 
 
-class ByPath(UniformEvaluator):
-    """Values that depend on the leaf's path, so nodes differ in their spread."""
-
-    def evaluate(self, game, batch, slots, paths, depth, inputs):
-        priors, _ = super().evaluate(game, batch, slots, paths, depth, inputs)
-        first = np.asarray(paths)[:, 0]
-        return priors, np.cos(first * 1.7 + np.asarray(depth) * 0.9).astype(np.float32) * 0.8
-
-
 @pytest.mark.parametrize("leaf_batch", [1, 8])
 def test_a_search_with_the_scaled_c_puct_spends_its_visits_otherwise(leaf_batch):
     pos = GomokuPosition.initial(6, 6, 4).play("C3")
     roots = []
     for scale in (0.0, 0.85):
-        search = Search(pos.game, ByPath(), 1, SearchConfig(visits=300, leaf_batch=leaf_batch,
+        search = Search(pos.game, PathValues(), 1, SearchConfig(visits=300, leaf_batch=leaf_batch,
                                                             c_puct_stdev_scale=scale))
         search.run(pos.batch, np.array([0], np.int32))
         assert search.tree.root_visits(np.array([0]))[0] == 300

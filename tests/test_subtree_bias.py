@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 
 from zero.config import MCTSConfig, SearchConfig
-from zero.evaluator import UniformEvaluator
 from zero.games.go import GoPosition
 from zero.games.gomoku import GomokuPosition
 from zero.mcts import Search, Tree, _expand_backup
 from zero.subtree_bias import bucket_of, leaf_correction, observe
 from zero.tree_walk import new_child
+
+from search_evaluators import Deferred, PathValues
 
 
 def go_key(*moves, liberty_planes=True):
@@ -123,32 +124,12 @@ def check_table_is_the_trees_nodes(tree, slot):
     return int((tree.bias_key[slot, :tree.num_nodes[slot]] >= 0).sum())
 
 
-class ByPath(UniformEvaluator):
-    """Values that depend on the leaf's path, so the tree's nodes have errors to observe."""
-
-    def evaluate(self, game, batch, slots, paths, depth, inputs):
-        priors, _ = super().evaluate(game, batch, slots, paths, depth, inputs)
-        last = np.asarray(paths)[np.arange(len(slots)), np.maximum(np.asarray(depth) - 1, 0)]
-        return priors, np.cos(last * 1.7 + np.asarray(depth) * 0.9).astype(np.float32) * 0.8
-
-
-class DeferredByPath(ByPath):
-    """ByPath whose batches are evaluated only when collected, after the next batch was selected: the
-    values of one batch come back while the other's virtual visits are still in the tree."""
-
-    def submit(self, game, batch, slots, paths, depth, inputs):
-        return game, batch, slots, np.array(paths), np.array(depth), inputs
-
-    def collect(self, handle):
-        return self.evaluate(*handle)
-
-
 @pytest.mark.parametrize("leaf_batch, in_flight", [(1, 1), (8, 1), (8, 2)])
 def test_a_search_keeps_its_table_to_the_nodes_in_its_tree(leaf_batch, in_flight):
     pos = GomokuPosition.initial(6, 6, 4).play("C3")
     config = SearchConfig(visits=300, leaf_batch=leaf_batch, leaf_batches_in_flight=in_flight,
                           subtree_bias_factor=0.35)
-    search = Search(pos.game, DeferredByPath() if in_flight > 1 else ByPath(), 1, config)
+    search = Search(pos.game, Deferred(by="last") if in_flight > 1 else PathValues(by="last"), 1, config)
     slots = np.zeros(1, np.int32)
     search.run(pos.batch, slots)
     t = search.tree
@@ -168,7 +149,7 @@ def test_the_switch_turns_a_search_and_off_it_is_the_search_as_it_was(leaf_batch
     pos = GomokuPosition.initial(6, 6, 4).play("C3")
     roots = []
     for factor in (0.0, 0.0, 0.35):
-        search = Search(pos.game, ByPath(), 1, SearchConfig(visits=300, leaf_batch=leaf_batch,
+        search = Search(pos.game, PathValues(by="last"), 1, SearchConfig(visits=300, leaf_batch=leaf_batch,
                                                             subtree_bias_factor=factor))
         search.run(pos.batch, np.zeros(1, np.int32))
         assert (search.tree.bias_table.shape[1] > 0) == (factor > 0)  # off: no table at all

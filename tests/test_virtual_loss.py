@@ -8,52 +8,7 @@ from zero.evaluator import UniformEvaluator
 from zero.games.gomoku import GomokuPosition
 from zero.mcts import IN_FLIGHT_SHARE, Search, in_flight_room
 
-
-class CountingUniform(UniformEvaluator):
-    """Uniform priors, value 0, and the number of leaves of each call."""
-
-    def __init__(self):
-        self.calls = []
-
-    def evaluate(self, game, batch, slots, paths, depth, inputs):
-        self.calls.append(len(slots))
-        return super().evaluate(game, batch, slots, paths, depth, inputs)
-
-
-class ByAction(UniformEvaluator):
-    """A value that depends on the leaf's path, so the trees of different leaves differ."""
-
-    def evaluate(self, game, batch, slots, paths, depth, inputs):
-        priors, _ = super().evaluate(game, batch, slots, paths, depth, inputs)
-        first = np.asarray(paths)[:, 0]
-        return priors, np.cos(first * 1.7 + np.asarray(depth)).astype(np.float32) * 0.8
-
-
-class Deferred(ByAction):
-    """`submit` keeps the leaves and `collect` evaluates them: a batch's values reach the tree only after
-    the next batch was selected, as with a network call running on another core. Counts the batches
-    waiting at once."""
-
-    def __init__(self):
-        self.waiting, self.most_waiting = [], 0
-        self.most_leaves = 0
-
-    def submit(self, game, batch, slots, paths, depth, inputs):
-        self.waiting.append(len(slots))
-        self.most_waiting = max(self.most_waiting, len(self.waiting))
-        self.most_leaves = max(self.most_leaves, sum(self.waiting))
-        return game, batch, slots, np.array(paths), np.array(depth), inputs
-
-    def collect(self, handle):
-        self.waiting.pop(0)
-        return self.evaluate(*handle)
-
-
-class DeferredUniform(Deferred):
-    """Deferred, with uniform priors and value 0."""
-
-    def evaluate(self, game, batch, slots, paths, depth, inputs):
-        return UniformEvaluator.evaluate(self, game, batch, slots, paths, depth, inputs)
+from search_evaluators import CountingUniform, Deferred, DeferredUniform, PathValues
 
 
 def _check_tree(tree, slot):
@@ -76,7 +31,7 @@ def _check_tree(tree, slot):
 @pytest.mark.parametrize("leaf_batch", [2, 8, 32])
 def test_a_batched_search_reaches_its_visits_in_fewer_calls_and_leaves_no_virtual_visit(leaf_batch):
     pos = GomokuPosition.initial(6, 6, 4).play("C3")
-    ev = ByAction()
+    ev = PathValues(depth_weight=1.0)
     ev.calls = []
     counting = CountingUniform()
     for evaluator in (ev, counting):
@@ -92,7 +47,7 @@ def test_one_leaf_a_round_is_the_unbatched_search():
     pos = GomokuPosition.initial(6, 6, 4).play("C3")
     trees = []
     for leaf_batch in (1, 1):
-        search = Search(pos.game, ByAction(), 1, SearchConfig(visits=120, leaf_batch=leaf_batch))
+        search = Search(pos.game, PathValues(depth_weight=1.0), 1, SearchConfig(visits=120, leaf_batch=leaf_batch))
         search.run(pos.batch, np.array([0], np.int32))
         trees.append(search.tree.N[0, 0].copy())
     np.testing.assert_array_equal(*trees)
@@ -118,7 +73,7 @@ def test_the_leaves_at_the_network_are_a_small_share_of_the_search():
         counting = CountingUniform()
         Search(pos.game, counting, 1, SearchConfig(visits=visits, leaf_batch=8)).run(pos.batch, np.array([0]))
         assert max(counting.calls) == most
-    deferred = Deferred()
+    deferred = Deferred(depth_weight=1.0)
     Search(pos.game, deferred, 1, SearchConfig(visits=100, leaf_batch=8, leaf_batches_in_flight=4)).run(
         pos.batch, np.array([0]))
     assert deferred.most_leaves == 3
@@ -154,7 +109,7 @@ def test_the_batched_search_still_finds_the_only_block(in_flight):
 @pytest.mark.parametrize("in_flight", [2, 4])
 def test_batches_in_flight_reach_the_visits_exactly_and_leave_no_virtual_visit(in_flight):
     pos = GomokuPosition.initial(6, 6, 4).play("C3")
-    ev = Deferred()
+    ev = Deferred(depth_weight=1.0)
     search = Search(pos.game, ev, 1, SearchConfig(visits=1000, leaf_batch=8, leaf_batches_in_flight=in_flight))
     search.run(pos.batch, np.array([0], np.int32))
     assert search.tree.root_visits(np.array([0]))[0] == 1000
@@ -165,7 +120,8 @@ def test_batches_in_flight_reach_the_visits_exactly_and_leave_no_virtual_visit(i
 def test_batches_in_flight_search_several_games_each_to_its_visits():
     pos = GomokuPosition.initial(6, 6, 4)
     batch = pos.game.new_batch(3)
-    search = Search(pos.game, Deferred(), 3, SearchConfig(visits=90, leaf_batch=4, leaf_batches_in_flight=3))
+    config = SearchConfig(visits=90, leaf_batch=4, leaf_batches_in_flight=3)
+    search = Search(pos.game, Deferred(depth_weight=1.0), 3, config)
     search.run(batch, np.array([0, 1, 2], np.int32), visits=np.array([90, 40, 7]))
     np.testing.assert_array_equal(search.tree.root_visits(np.array([0, 1, 2])), [90, 40, 7])
     for slot in range(3):
@@ -224,7 +180,7 @@ def test_a_network_search_with_batches_in_flight_on_worker_threads(gomoku_net):
 def test_a_stopped_search_backs_up_what_is_in_flight_and_returns(in_flight):
     """`stop` (an engine's time budget) ends the search between rounds with no virtual visit left."""
     pos = GomokuPosition.initial(6, 6, 4).play("C3")
-    ev = Deferred()
+    ev = Deferred(depth_weight=1.0)
     calls = []
 
     def stop():
