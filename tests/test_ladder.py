@@ -444,6 +444,52 @@ def test_a_pairing_of_fewer_games_is_recorded_from_a_longer_ones_kept_games_whic
     assert read_pairings(tmp_path) == [full]
 
 
+def _collection(out_dir, key="mcts-30--random--ladder"):
+    return [(g.moves, g.result, g.properties["C"]) for g in read_collection(out_dir / "sgf" / f"{key}.sgf.gz")]
+
+
+def test_a_recorded_pairing_lends_its_games_to_a_longer_one_and_a_shorter_one(tmp_path):
+    probe = play_pairing(SMALL_GO, "mcts:30", "random", 4, seed=4, visits=8, out_dir=tmp_path, concurrent=2)
+    first = _collection(tmp_path)
+    # the 4-game probe goes on to 8: its games are the 8-game pairing's first 4, not played again
+    calls = []
+    full = play_pairing(SMALL_GO, "mcts:30", "random", 8, seed=4, visits=8, out_dir=tmp_path, concurrent=2,
+                        progress=lambda *args: calls.append(args))
+    assert calls[0] == (4, 8, None) and len(calls) == 1 + 4
+    assert full["games"] == 8 and full["games_resumed"] == 4 and full["seconds"] >= probe["seconds"]
+    games = _collection(tmp_path)
+    assert games[:4] == first  # moves, results (the referee's margins and resignations) and seeds
+    assert full["a_margins"][:4] == probe["a_margins"]
+    assert read_pairings(tmp_path) == [full] and not (tmp_path / ".partial").exists()
+    # a 4-game pairing asked of the directory now is the 8-game one's first 4; the other 4 wait in .partial/ and
+    # the 8-game pairing asked again plays nothing
+    short = play_pairing(SMALL_GO, "mcts:30", "random", 4, seed=4, visits=8, out_dir=tmp_path, concurrent=2,
+                         progress=_interrupt_after(5))
+    assert short["games_resumed"] == 4 and _collection(tmp_path) == first
+    assert {k: short[k] for k in ("wins", "losses", "draws")} == {k: probe[k] for k in ("wins", "losses", "draws")}
+    again = play_pairing(SMALL_GO, "mcts:30", "random", 8, seed=4, visits=8, out_dir=tmp_path, concurrent=2,
+                         progress=_interrupt_after(9))
+    assert again["games_resumed"] == 8 and _collection(tmp_path) == games and not (tmp_path / ".partial").exists()
+
+
+def test_a_recorded_pairing_whose_games_disagree_with_it_lends_none_and_is_named(tmp_path, capsys):
+    play_pairing(SMALL_GO, "mcts:30", "random", 4, seed=4, visits=8, out_dir=tmp_path, concurrent=2)
+    sgf = tmp_path / "sgf" / "mcts-30--random--ladder.sgf.gz"
+    texts = ["(;" + t for t in read_collection_text(sgf).split("(;")[1:]]
+    write_collection(sgf, texts[:2])
+    capsys.readouterr()
+    full = play_pairing(SMALL_GO, "mcts:30", "random", 8, seed=4, visits=8, out_dir=tmp_path, concurrent=2)
+    assert "games_resumed" not in full
+    assert f"{sgf}: its games are not carried into this pairing (2 games where the record says 4)" in \
+        capsys.readouterr().err
+    # a game's players swapped: named by the game
+    write_collection(sgf, [texts[0].replace("PB[mcts-30]PW[random]", "PB[random]PW[mcts-30]"), *texts[1:]])
+    (tmp_path / "pairings" / "mcts-30--random--ladder.json").write_text(json.dumps({**full, "games": 4}))
+    rec = play_pairing(SMALL_GO, "mcts:30", "random", 2, seed=4, visits=8, out_dir=tmp_path, concurrent=2)
+    assert "games_resumed" not in rec
+    assert "(game 1 is random against mcts-30, not mcts-30 against random)" in capsys.readouterr().err
+
+
 def test_the_kept_games_of_other_settings_are_not_resumed_and_a_broken_one_is_named(tmp_path):
     key = "mcts-30--random--ladder"
     with pytest.raises(Interrupted):

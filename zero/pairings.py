@@ -15,6 +15,7 @@ this layout by `zero sgf pack DIR`.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -67,7 +68,10 @@ class PartialPairing:
     a pairing is the same game whatever the pairing's length (its opening, colours and seed follow i), so an
     attempt of another number of games but the same other settings lends its games below this pairing's count:
     a 200-game pairing stopped at game 150 is recorded as 140 games from them, and goes on to 200 later. The
-    games of other settings are not this pairing's and are removed, saying which settings differ; a network is
+    directory's recorded pairing of the same settings but another number of games lends its games too, read back
+    from its SGF collection (`_recorded_games`): a 40-game probe goes on to 200 without playing its 40 again, and
+    a pairing recorded part-way goes on where its .partial/ folder is gone (another machine). The games of other
+    settings are not this pairing's and are removed, saying which settings differ; a network is
     known by its sha256, so a network file moved or copied elsewhere resumes its games. `close()` removes the
     folder once the pairing's record and collection are written, unless it holds games beyond this pairing's
     count.
@@ -123,7 +127,19 @@ class PartialPairing:
             if rec.index < self.games:
                 records.append(rec)
                 self.seconds_before = max(self.seconds_before, seconds)
-        return records
+        lent = {i: d for i, d in _recorded_games(self.folder.parent.parent, self.folder.name, self.settings).items()
+                if i not in self.kept}
+        if lent:
+            self.kept.update(lent)
+            most = max(most, max(lent) + 1)
+            atomic_write_text(settings, json.dumps({**self.settings, "games": most}, indent=1, sort_keys=True) + "\n")
+            atomic_write_text(path, "".join(json.dumps(self.kept[i]) + "\n" for i in sorted(self.kept)))
+            for i in sorted(i for i in lent if i < self.games):
+                d = lent[i]
+                records.append(GameRecord(index=i, seed=d["seed"], no_resign=False, moves=d["moves"],
+                                          result=d["result"], resigned=d["resigned"], score=d["score"]))
+                self.seconds_before = max(self.seconds_before, d["seconds"])
+        return sorted(records, key=lambda r: r.index)
 
     def add(self, rec, seconds: float) -> None:
         """Keep a game that ended, `seconds` into the pairing (earlier attempts included)."""
@@ -143,6 +159,53 @@ class PartialPairing:
             self.folder.parent.rmdir()  # .partial/ itself once no pairing is in progress
         except OSError:
             pass
+
+
+def _recorded_games(ladder_dir: Path, key: str, settings: dict) -> dict[int, dict]:
+    """The games of the directory's recorded pairing `key` where it was played with these settings but another
+    number of games (a 40-game probe on its way to 200; a run recorded part-way, to go on where its .partial/
+    folder is gone, as on another machine), as games.jsonl has them, by index; {} where there is none.
+
+    Each game is read back from the pairing's SGF collection: its moves, its result (RE: `W+4.5`, `B+R`, `0`;
+    a's games are black's in the even-numbered ones, as PB says) and its seed (C: `seed N`), with the record's
+    seconds. A collection that does not agree with its record is named on stderr and lends nothing."""
+    from zero.sgf import SgfError, read_collection
+
+    path, sgf = _pairing_path(ladder_dir, key), pairing_sgf(ladder_dir, key)
+    if not path.is_file() or not sgf.is_file():
+        return {}
+    try:
+        record = json.loads(path.read_text())
+        same = all(record.get(k) == v for k, v in _identity(settings).items())
+        if not same or record.get("games") == settings["games"]:
+            return {}
+        games = read_collection(sgf)
+        if len(games) != record["games"]:
+            raise ValueError(f"{len(games)} games where the record says {record['games']}")
+        lent = {}
+        for i, g in enumerate(games):
+            players = (record["a"], record["b"]) if i % 2 == 0 else (record["b"], record["a"])
+            if (g.black, g.white) != players:
+                raise ValueError(f"game {i + 1} is {g.black} against {g.white}, not {players[0]} against {players[1]}")
+            seed = re.search(r"\bseed (\d+)", " ".join(g.properties.get("C", [])))
+            if seed is None or g.result is None:
+                raise ValueError(f"game {i + 1} has no seed in its comment or no result")
+            winner, _, margin = g.result.partition("+")
+            if g.result == "0":
+                result, resigned, score = 0, False, 0.0
+            elif winner in ("B", "W") and (margin in ("", "R") or float(margin) > 0):
+                result = 1 if winner == "B" else -1
+                resigned, score = margin == "R", 0.0 if margin in ("", "R") else result * float(margin)
+            else:
+                raise ValueError(f"game {i + 1}'s result {g.result!r} is not W+<points>, B+R or 0")
+            lent[i] = {"index": i, "seed": int(seed.group(1)), "no_resign": False, "moves": list(map(int, g.moves)),
+                       "result": result, "resigned": resigned, "score": score, "seconds": float(record["seconds"])}
+    except (ValueError, KeyError, TypeError, SgfError) as e:
+        print(f"{sgf}: its games are not carried into this pairing ({e})", file=sys.stderr)
+        return {}
+    print(f"{sgf}: the {len(lent)} games of the recorded {record['games']}-game pairing carried into this "
+          f"{settings['games']}-game one", file=sys.stderr)
+    return lent
 
 
 def _record_key(record: dict) -> str:
