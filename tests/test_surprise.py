@@ -9,7 +9,8 @@ import torch
 from zero.config import load_params
 from zero.network import init_checkpoint, load_checkpoint
 from zero.selfplay import play_shard
-from zero.train import surprise, surprise_weights, train
+from zero.losses import surprise, surprise_weights
+from zero.train import train
 from zero.train_data import WindowError, training_data
 
 GO = ["game.size=5", "network.size=b1c8", "selfplay.visits=16", "selfplay.concurrent_games=4",

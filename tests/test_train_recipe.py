@@ -10,8 +10,8 @@ from test_train import A, C, H, W, synthetic_shard, tiny_params
 
 from zero.network import NetConfig, ZeroNet, load_checkpoint, save_checkpoint
 from zero.shards import file_sha256, read_shard, write_shard
-from zero.train import (AUX_METRIC_KEYS, METRIC_KEYS, aux_losses, evaluate, holdout_positions, load_window, reuse,
-                        train)
+from zero.losses import AUX_METRIC_KEYS, aux_losses, evaluate
+from zero.train import METRIC_KEYS, holdout_positions, load_window, reuse, train
 
 GAMES = 10  # per shard, 30 positions each
 

@@ -625,7 +625,7 @@ class GateConfig(_ComputeSection):
     # Guards on promotion, each off at 0: a candidate is kept out, whatever the rule, when it scored
     # less than `min_score` of the gate's points (a broken training under promote: always), or when
     # its value head's outputs spread less than `min_value_std` at the end of its training (a dead
-    # value head says the same of every position; zero.train.evaluate's value_std).
+    # value head says the same of every position; zero.losses.evaluate's value_std).
     min_score: float = _float(0.0, ge=0, lt=1, switch=True)
     min_value_std: float = _float(0.0, ge=0, lt=1, switch=True)
     # The match's networks (and an engine's: zero gtp, zero play) through zero.inference, as selfplay's,

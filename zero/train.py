@@ -24,7 +24,7 @@ Switches of a faster recipe, all off by default (params.train):
 
 - auxiliary targets (with network.aux_heads): KataGo's ownership and score
   losses (Wu 2019, "Accelerating Self-Play Learning in Go"), on the positions
-  whose shard carries them (`aux_losses`);
+  whose shard carries them (`zero.losses.aux_losses`);
 - `max_samples_per_position`: fewer steps when a position would be drawn more
   often than that over its life in the window (`reuse`);
 - `holdout_share`: a share of the newest generation's games, chosen by game,
@@ -48,7 +48,6 @@ import contextlib
 import functools
 import json
 import logging
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,9 +55,9 @@ from typing import Callable
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from zero.fileio import atomic_write
+from zero.losses import AUX_METRIC_KEYS, evaluate, step_losses, surprise, surprise_weights, to_tensors
 from zero.network import grow_network, load_checkpoint, pick_device, save_checkpoint, set_threads
 from zero.shards import file_sha256
 from zero.train_data import (  # noqa: F401 (zero.train's API)
@@ -67,40 +66,16 @@ from zero.train_data import (  # noqa: F401 (zero.train's API)
 )
 
 METRIC_KEYS = ("loss", "policy_loss", "value_loss", "l2", "entropy", "grad_norm", "lr", "positions_per_s")
-AUX_METRIC_KEYS = ("ownership_loss", "score_loss")  # with network.aux_heads
 HOLDOUT_PREFIX = "holdout_"  # holdout_policy_loss, holdout_value_loss, ...: with train.holdout_share
 VALUE_STD_POSITIONS = 2048  # positions the value head's final spread is measured on without held-out games
 TIMING_KEYS = ("positions_per_s",)  # metrics that measure the machine, not the network
 HOLDOUT_EVALS = 10  # times the held-out loss is measured over a training (the last step always)
-SCORE_HUBER_DELTA = 12.0  # points: the score loss is quadratic within it, linear beyond (as KataGo's)
 RESUME_SUFFIX = ".resume"  # beside the checkpoint a training writes: its state while it runs
 RESUME_EVERY_S = 60.0  # seconds of training between two saves of that state
 RESUME_FORMAT = "zero-train-resume-1"
 READ_EVERY = 20  # steps whose metrics are read from the device at once (one wait for the device, not one a step)
 
 log = logging.getLogger(__name__)
-
-
-def aux_losses(ownership: torch.Tensor, score: torch.Tensor, own_target: torch.Tensor, score_target: torch.Tensor,
-               mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """KataGo's auxiliary losses, averaged over the positions that carry targets (Wu 2019, section 3.4).
-
-    Ownership: the cross-entropy between (1 + target) / 2 and (1 + ownership) / 2
-    at each point, averaged over the points. Score: a Huber loss in points
-    (quadratic within SCORE_HUBER_DELTA). Positions with mask False contribute
-    nothing; with none in the batch both losses are 0.
-
-    Args:
-        ownership: [B, H*W] predicted, in (-1, 1); score: [B] predicted, in points.
-        own_target: [B, H*W] in {-1, 0, 1}; score_target: [B]; mask: [B] bool.
-    """
-    m = mask.to(ownership.dtype)
-    count = m.sum().clamp(min=1)
-    p = ((1 + ownership) / 2).clamp(1e-6, 1 - 1e-6)
-    t = (1 + own_target) / 2
-    own_ce = -(t * torch.log(p) + (1 - t) * torch.log1p(-p)).mean(dim=1)
-    huber = F.huber_loss(score, score_target, reduction="none", delta=SCORE_HUBER_DELTA)
-    return (own_ce * m).sum() / count, (huber * m).sum() / count
 
 
 @contextlib.contextmanager
@@ -125,35 +100,6 @@ def _deterministic(device: torch.device, seed: int):
 def _bf16(cfg, device: torch.device) -> bool:
     """Whether training runs under bf16 autocast: mixed_precision on CUDA, cpu_bf16 on the CPU."""
     return cfg.mixed_precision if device.type == "cuda" else cfg.cpu_bf16
-
-
-def _autocast(device: torch.device, on: bool):
-    """bf16 autocast on the device when `on` (no loss scaling is needed for bf16); nothing otherwise. Without
-    autocast's cache of cast weights, which a CUDA graph cannot hold (a step casts each weight once anyway)."""
-    if on and device.type in ("cuda", "cpu"):
-        return torch.autocast(device.type, dtype=torch.bfloat16, cache_enabled=False)
-    return contextlib.nullcontext()
-
-
-def _step_losses(net, x, pi, z, aux, device, amp: bool) -> dict:
-    """The losses of one batch: policy, value, and with `aux` = (ownership, score, mask) the auxiliary ones.
-
-    The network runs under autocast when `amp`; the losses are taken in float32.
-    """
-    with _autocast(device, amp):
-        out = net.forward_aux(x) if aux is not None else net(x)
-    logits, v = out[0].float(), out[1].float()
-    log_p = F.log_softmax(logits, dim=1)
-    losses = {
-        "policy_loss": -(pi * log_p).sum(dim=1).mean(),
-        "value_loss": ((z - v) ** 2).mean(),
-        "log_p": log_p,
-        "value": v.detach(),
-    }
-    if aux is not None:
-        own_loss, score_loss = aux_losses(out[2].float(), out[3].float(), *aux)
-        losses.update(ownership_loss=own_loss, score_loss=score_loss)
-    return losses
 
 
 def _layout(cfg) -> torch.memory_format:
@@ -233,104 +179,6 @@ def _minibatch_ms(data: TrainData, batch_size: int, device: torch.device, layout
         x = _minibatch(data, rng, batch_size, device, layout)[0]
     float(x[0, 0, 0, 0])  # waits for the device
     return (time.perf_counter() - started) / batches * 1000
-
-
-def _tensors(device, *arrays) -> list[torch.Tensor]:
-    return [torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in arrays]
-
-
-@contextlib.contextmanager
-def _evaluating(net):
-    """The network in eval mode without gradients, its training mode restored afterwards."""
-    was_training = net.training
-    net.eval()
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        net.train(was_training)
-
-
-def _batches_in_order(window: Window, index: np.ndarray, batch_size: int):
-    """The window's positions `index` in batches of `batch_size`, in order and under no symmetry: for each,
-    (its first offset in `index`, its positions, their identity inverses, window.batch's planes, pi and z)."""
-    identity = np.arange(window.num_actions)
-    for start in range(0, len(index), batch_size):
-        part = index[start : start + batch_size]
-        inverse = np.broadcast_to(identity, (len(part), len(identity)))
-        yield start, part, inverse, window.batch(part, inverse)
-
-
-def evaluate(net, window: Window, index: np.ndarray, batch_size: int, device: torch.device,
-             use_aux: bool, amp: bool = False,
-             layout: torch.memory_format = torch.contiguous_format) -> dict:
-    """Mean losses of the network (eval mode, no symmetry) on the window's positions `index`, its
-    batches in the network's memory `layout`.
-
-    Returns {policy_loss, value_loss, value_std} and, with `use_aux`, {ownership_loss, score_loss}
-    averaged over the positions that carry targets (left out when none does: a held-out set of resigned
-    games only). `value_std` is the standard deviation of the
-    value head's outputs over the positions: 0 for a dead value head, which says the same of every
-    position (its one-channel convolution's ReLU never firing).
-    """
-    totals: dict[str, float] = {}
-    v_sum = v_sq = 0.0
-    aux_count = 0
-    with _evaluating(net):
-        for _, part, inverse, (planes, pi, z) in _batches_in_order(window, index, batch_size):
-            aux = _tensors(device, *window.aux_batch(part, inverse)) if use_aux else None
-            x, pi_t, z_t = _tensors(device, planes, pi, z)
-            losses = _step_losses(net, x.contiguous(memory_format=layout), pi_t, z_t, aux, device, amp)
-            v = losses["value"].double()
-            v_sum, v_sq = v_sum + float(v.sum()), v_sq + float((v * v).sum())
-            for k in ("policy_loss", "value_loss"):
-                totals[k] = totals.get(k, 0.0) + float(losses[k]) * len(part)
-            if use_aux:
-                n = int(aux[2].sum())
-                aux_count += n
-                for k in AUX_METRIC_KEYS:
-                    totals[k] = totals.get(k, 0.0) + float(losses[k]) * n
-    n = max(len(index), 1)
-    result = {k: totals[k] / n for k in ("policy_loss", "value_loss")}
-    result["value_std"] = math.sqrt(max(v_sq / n - (v_sum / n) ** 2, 0.0))
-    if use_aux and aux_count:
-        result.update({k: totals[k] / aux_count for k in AUX_METRIC_KEYS})
-    return result
-
-
-def surprise(net, window: Window, index: np.ndarray, batch_size: int, device: torch.device, amp: bool = False,
-             layout: torch.memory_format = torch.contiguous_format) -> tuple[np.ndarray, np.ndarray]:
-    """How much each of the window's positions `index` surprises the network (eval mode, no symmetry).
-
-    Returns (policy [N], value [N]) float64, in nats: the KL divergence of the position's search policy
-    from the network's prior, and that of its game's outcome (z as a win probability (1 + z) / 2) from
-    the value head's win probability (1 + v) / 2.
-    """
-    policy, value = np.empty(len(index)), np.empty(len(index))
-    with _evaluating(net):
-        for start, part, _, (planes, pi, z) in _batches_in_order(window, index, batch_size):
-            x, pi_t, z_t = _tensors(device, planes, pi, z)
-            with _autocast(device, amp):
-                out = net(x.contiguous(memory_format=layout))
-            log_p = F.log_softmax(out[0].float(), dim=1)
-            kl = (torch.xlogy(pi_t, pi_t) - pi_t * log_p).sum(dim=1)
-            won = ((1 + out[1].float()) / 2).clamp(1e-6, 1 - 1e-6)
-            t = (1 + z_t) / 2
-            bce = torch.xlogy(t, t) + torch.xlogy(1 - t, 1 - t) - t * torch.log(won) - (1 - t) * torch.log1p(-won)
-            policy[start : start + len(part)] = kl.clamp(min=0).double().cpu().numpy()
-            value[start : start + len(part)] = bce.clamp(min=0).double().cpu().numpy()
-    return policy, value
-
-
-def surprise_weights(policy: np.ndarray, value: np.ndarray, a: float, b: float) -> np.ndarray:
-    """Each position's draw weight (train.policy_surprise_weight a, value_surprise_weight b):
-    (1 - a - b) + a·policy/mean(policy) + b·value/mean(value); a share whose surprises are all 0 is spread
-    evenly instead."""
-    def normalised(x: np.ndarray) -> np.ndarray:
-        mean = float(x.mean()) if len(x) else 0.0
-        return x / mean if mean > 0 else np.ones_like(x)
-
-    return (1.0 - a - b) + a * normalised(policy) + b * normalised(value)
 
 
 def _weigh_by_surprise(model: "_Model", data: TrainData, cfg) -> dict | None:
@@ -590,8 +438,8 @@ def _minibatch(data: TrainData, rng: np.random.Generator, batch_size: int, devic
     and (ownership, score, mask) or None without auxiliary targets."""
     index, inverse = data.draw(rng, batch_size)
     planes, pi, z = data.window.batch(index, inverse, data.q_weight)
-    aux = _tensors(device, *data.window.aux_batch(index, inverse)) if data.use_aux else None
-    x, pi_t, z_t = _tensors(device, planes, pi, z)
+    aux = to_tensors(device, *data.window.aux_batch(index, inverse)) if data.use_aux else None
+    x, pi_t, z_t = to_tensors(device, planes, pi, z)
     return x.contiguous(memory_format=layout), pi_t, z_t, aux
 
 
@@ -626,7 +474,7 @@ def _update(model: _Model, cfg, optimizer, x, pi_t, z_t, aux) -> torch.Tensor:
     the SGD update; returns the metrics (`_metric_names`, then l2, entropy and grad_norm) stacked on the
     device. Nothing here reads the device, so a CUDA graph can hold all of it (`_GraphedUpdate`)."""
     net = model.net
-    losses = _step_losses(net, x, pi_t, z_t, aux, model.device, model.amp)
+    losses = step_losses(net, x, pi_t, z_t, aux, model.device, model.amp)
     objective = _objective(losses, cfg)
     optimizer.zero_grad(set_to_none=True)
     objective.backward()  # the L2 term's gradient comes from weight_decay
