@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -322,3 +323,15 @@ def test_symmetry_moves_planes_and_policy_together(h, w, extra):
                 ([np.rot90(board, k) for k in range(4)] + [np.rot90(board.T, k) for k in range(4)] if h == w
                  else [board, board[::-1], board[:, ::-1], board[::-1, ::-1]])}
     assert images == expected
+
+
+def test_symmetry_of_one_position_under_a_read_only_broadcast_inverse_warns_of_nothing():
+    """An evaluation's last batch may hold one position, its identity inverse a read-only broadcast."""
+    planes = np.arange(2 * 3 * 4, dtype=np.float32).reshape(1, 2, 12) % 5
+    policy = np.linspace(0, 1, 13, dtype=np.float32)[None]
+    inverse = np.broadcast_to(np.append(np.roll(np.arange(12), 1), 12), (1, 13))  # the pass stays the pass
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        moved_planes, moved_policy = apply_symmetry(planes, policy, inverse)
+    np.testing.assert_array_equal(moved_planes, np.take_along_axis(planes, inverse[:, None, :12].repeat(2, 1), 2))
+    np.testing.assert_array_equal(moved_policy, np.take_along_axis(policy, inverse, 1))

@@ -93,8 +93,9 @@ def apply_symmetry(planes: np.ndarray, policy: np.ndarray, inverse: np.ndarray) 
     """
     b, c, hw = planes.shape
     # torch's gather with a broadcast index: the same values as np.take_along_axis, about 7x faster on
-    # a minibatch of planes (which dominated a training step's batch assembly)
-    index = torch.from_numpy(np.ascontiguousarray(inverse[:, None, :hw], dtype=np.int64)).expand(b, c, hw)
+    # a minibatch of planes (which dominated a training step's batch assembly); the index a copy, since
+    # `inverse` may be a read-only broadcast (the identity of an evaluation's batches)
+    index = torch.from_numpy(np.array(inverse[:, None, :hw], dtype=np.int64)).expand(b, c, hw)
     moved_planes = torch.gather(torch.from_numpy(np.ascontiguousarray(planes)), 2, index).numpy()
     moved_policy = np.take_along_axis(policy, inverse, axis=1)
     return moved_planes, moved_policy
