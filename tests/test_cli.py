@@ -140,8 +140,9 @@ def test_without_the_shipped_champion_a_line_that_ships_one_refuses_instead_of_p
         tmp_path, monkeypatch, capsys):
     """An install without the repository's models/ (not editable) must not play a random 9x9 network."""
     import zero.cli as cli
+    import zero.cli_args
 
-    monkeypatch.setattr(cli, "MODELS_DIR", tmp_path / "models")
+    monkeypatch.setattr(zero.cli_args, "MODELS_DIR", tmp_path / "models")
     assert cli.main(["play", "--set", "game.size=9"]) == 2
     err = capsys.readouterr().err
     assert "the shipped champion for go-9 is not at" in err and "--model" in err

@@ -267,7 +267,8 @@ def test_shipped_champions_load_and_are_the_default_player(capsys):
     """Every models/<line>.pt has its lineage, loads, and is what `zero match` plays when no --a is given."""
     from pathlib import Path
 
-    from zero.cli import main, shipped_model
+    from zero.cli import main
+    from zero.cli_args import shipped_model
     from zero.config import load_params
     from zero.network import load_checkpoint
     from zero.shards import file_sha256
@@ -293,9 +294,9 @@ def _params_with(cli_args: list[str]):
     """The params `zero` reads with these --set arguments (zero.cli's own reading of them)."""
     from argparse import Namespace
 
-    from zero.cli import _params
+    from zero.cli_args import params_of
 
-    return _params(Namespace(params=None, set=cli_args[1::2]))
+    return params_of(Namespace(params=None, set=cli_args[1::2]))
 
 
 def test_a_ladder_at_a_time_a_move_plays_at_the_visits_that_time_buys(tmp_path, capsys):

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from zero.cli import _match_params, _model_or_shipped, _params, _player_params, build_parser, lineage_of
+from zero.cli import _match_params, build_parser
+from zero.cli_args import lineage_of, model_or_shipped, params_of, player_params
 from zero.config import load_params
 from zero.pairings import read_pairings
 
@@ -23,9 +24,9 @@ def elsewhere(tmp_path, monkeypatch):
 
 def resolved(argv):
     args = build_parser().parse_args(argv)
-    params = _params(args)
-    model = _model_or_shipped(params, args.model)
-    return args, _player_params(args, params, model), model
+    params = params_of(args)
+    model = model_or_shipped(params, args.model)
+    return args, player_params(args, params, model), model
 
 
 def test_the_default_gtp_resolves_the_search_its_committed_ladder_measured(elsewhere, capsys):

@@ -179,10 +179,11 @@ def test_zero_match_into_a_log_file_writes_plain_progress_lines(tmp_path):
 
     sets = [x for o in TINY for x in ("--set", o)]
     with open(tmp_path / "log", "w") as log:
-        proc = subprocess.run([sys.executable, "-c", "import sys, zero.cli; zero.cli._PROGRESS_EVERY = 0; "
-                               "sys.exit(zero.cli.main(sys.argv[1:]))", "match", *sets, "--a", "random",
-                               "--b", "random", "--games", "4"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=log,
-                              text=True, timeout=300)
+        code = ("import sys, zero.cli, zero.cli_args; zero.cli_args.PROGRESS_EVERY = 0; "
+                "sys.exit(zero.cli.main(sys.argv[1:]))")
+        proc = subprocess.run([sys.executable, "-c", code, "match", *sets, "--a", "random", "--b", "random",
+                               "--games", "4"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=log, text=True,
+                              timeout=300)
     assert proc.returncode == 0
     assert json.loads(proc.stdout)["games"] == 4
     lines = [x for x in (tmp_path / "log").read_text().splitlines() if x.startswith("match: ")]

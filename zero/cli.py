@@ -13,233 +13,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
-import shlex
 import sys
 from pathlib import Path
 
-from zero.config import (MAX_CONCURRENT, MAX_GAMES, MAX_SEED, MAX_TREE_BYTES, MAX_VISITS, ConfigError,
-                         load_params_here, params_from_dict, tree_bytes, usable_cores)
-from zero.notation import NotationError, parse_colour
-
-
-class UsageError(ValueError):
-    """A command-line argument that parses but cannot be used (a bad player spec, say)."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with zero's error line: `zero: error: ...`, exit status 2."""
-
-    def error(self, message: str):
-        self.print_usage(sys.stderr)
-        self.exit(2, f"zero: error: {message}\n")
-
-
-def _count(limit: int, least: int = 1):
-    """argparse type: a whole number from `least` (1 by default) to `limit`."""
-
-    def count(text: str) -> int:
-        try:
-            n = int(text)
-        except ValueError:
-            n = None
-        if n is None or not least <= n <= limit:
-            raise argparse.ArgumentTypeError(f"must be a whole number from {least} to {limit}, got {text!r}")
-        return n
-
-    return count
-
-
-def _counts(limit: int):
-    """argparse type: comma-separated whole numbers from 1 to `limit`."""
-    one = _count(limit)
-
-    def counts(text: str) -> list[int]:
-        return [one(part.strip()) for part in text.split(",")]
-
-    return counts
-
-
-def _seed(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = None
-    if n is None or not 0 <= n <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {MAX_SEED}, got {text!r}")
-    return n
-
-
-def _ladder_seed(text: str) -> int | str:
-    """argparse type: a seed, or `fresh` (starts of the network's own, zero.ladder.fresh_seed)."""
-    return "fresh" if text == "fresh" else _seed(text)
-
-
-def _player_name(text: str) -> str:
-    """argparse type: a player's name for SGF files, 1-64 printable characters."""
-    if not 1 <= len(text) <= 64 or not text.isprintable():
-        raise argparse.ArgumentTypeError(f"must be 1 to 64 printable characters, got {text!r}")
-    return text
-
-
-def _seconds(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        x = math.nan
-    if not 0 < x <= 86_400:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 and at most 86400, got {text!r}")
-    return x
-
-
-def _colour(text: str) -> int:
-    """argparse type: +1 for black, -1 for white (b, black, w, white in any case)."""
-    try:
-        return parse_colour(text)
-    except NotationError:
-        raise argparse.ArgumentTypeError(f"must be black or white, got {text!r}") from None
-
-
-def _check_model(params, game, path: str, widens: bool = False) -> None:
-    """Load and verify a checkpoint and refuse it unless its network plays the params' game and board
-    (`widens`: as a match player, which plays widened when the game adds the liberty planes)."""
-    from zero.network import check_network_fits, load_checkpoint
-
-    net, meta = load_checkpoint(path)
-    check_network_fits(net, game, path, params.game.tag, meta.get("game"), widens=widens)
-
-
-def _check_player(params, game, spec: str) -> int:
-    """Refuse a match player spec that cannot be used; return the search visits it will use (0: none)."""
-    if spec == "random":
-        return 0
-    if spec.startswith("mcts:"):
-        n = spec[5:]
-        if not (n.isascii() and n.isdigit()) or not 1 <= int(n) <= MAX_VISITS:
-            raise UsageError(f"player {spec!r}: mcts:N takes a whole number of rollouts from 1 to {MAX_VISITS}")
-        return int(n)
-    if spec.startswith("gtp:"):
-        try:
-            words = shlex.split(spec[4:])
-        except ValueError as e:
-            raise UsageError(f"player {spec!r}: cannot split the engine command ({e})") from None
-        if not words:
-            raise UsageError(f"player {spec!r}: gtp: needs an engine command, e.g. 'gtp:gnugo --mode gtp'")
-        if params.game.name != "go":
-            raise UsageError(f"player {spec!r}: GTP engines play Go, but the params are for {params.game.tag}")
-        return 0
-    from zero.match import split_options
-
-    try:
-        path, options = split_options(spec)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    if path != "init":
-        _check_model(params, game, path, widens=True)
-    return options.get("v", -1)  # -1: the match's visits
-
-
-# The lines whose champion the repository ships in models/ (a run without it would play a random network).
-SHIPPED_LINES = frozenset({"go-9", "gomoku-6x6x4"})
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
-
-
-def shipped_model(params) -> Path | None:
-    """The trained champion shipped for the params' game and board (models/<tag>.pt), if there is one."""
-    path = MODELS_DIR / f"{params.game.tag}.pt"
-    return path if path.is_file() else None
-
-
-def _model_or_shipped(params, model: str | None) -> str | None:
-    """`model`, else the shipped champion for the board (said on stderr), else None (a fresh network)."""
-    if model is not None:
-        return model
-    shipped = shipped_model(params)
-    if shipped is None and params.game.tag in SHIPPED_LINES:
-        raise UsageError(
-            f"the shipped champion for {params.game.tag} is not at {MODELS_DIR / (params.game.tag + '.pt')} (an "
-            f"install without the repository's models/ folder): pass --model FILE")
-    if shipped is None:
-        print(f"zero: no model given and none shipped for {params.game.tag}: playing a freshly initialised network",
-              file=sys.stderr)
-        return None
-    print(f"zero: playing the shipped champion {shipped}", file=sys.stderr)
-    return str(shipped)
-
-
-def _params(args):
-    return load_params_here(args.params, args.set)
-
-
-def lineage_of(model: str | Path | None) -> tuple[Path, dict] | None:
-    """The lineage of a network file: `<model>.json` beside it (as flows.ship writes models/<tag>.json and
-    campaigns/state/<tag>.json), when it names this very network (its sha256) and holds the params it was
-    trained with. None otherwise."""
-    from zero.shards import file_sha256
-
-    if model is None:
-        return None
-    path = Path(model).with_suffix(".json")
-    try:
-        lineage = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(lineage, dict) or not isinstance(lineage.get("params"), dict):
-        return None
-    if lineage.get("sha256") != file_sha256(model):
-        return None
-    return path, lineage
-
-
-def _measured_visits(lineage: dict) -> int | None:
-    """The visits a move the champion's recorded ladder played at, when its matches agree on one."""
-    visits = {m.get("visits") for m in ((lineage.get("ladder") or {}).get("matches") or [])}
-    return visits.pop() if len(visits) == 1 and None not in visits else None
-
-
-def _player_params(args, params, model: str | None, measured_visits: bool = True):
-    """The params a player plays with: with --params, that file's; without, the settings its network was
-    trained and measured with (its lineage's params and, with `measured_visits`, the visits its ladder played),
-    said on stderr. --set applies on top either way; --visits overrides the visits."""
-    found = None if args.params is not None else lineage_of(model)
-    if found is None:
-        return params
-    path, lineage = found
-    params = params_from_dict(lineage["params"], args.set, source=str(path))
-    visits = _measured_visits(lineage) if measured_visits else None
-    if visits is not None and args.visits is None:
-        args.visits = visits
-    said = f", {visits} visits a move as its ladder measured" if visits is not None and args.visits == visits else ""
-    print(f"zero: playing with the search settings {Path(model).name} was trained and measured with "
-          f"({path}{said}); --params FILE chooses others", file=sys.stderr)
-    return params
-
-
-_PROGRESS_EVERY = 60.0  # seconds between the plain progress lines where stderr is no terminal
-
-
-def _progress(total: int, label: str, unit: str = "games", at_once: int = 1):
-    """Progress on stderr and a tick that advances it: a rich bar with an ETA on a terminal
-    (zero.progress.terminal_bar), or zero.progress's lines where stderr is no terminal (a log file, nohup), at
-    most one every `_PROGRESS_EVERY` seconds, with rate and ETA, so a long match or ladder is never silent in
-    its log.
-
-    The tick takes the library's progress arguments (games_done, total, positions) and shows games_done (a
-    resumed ladder pairing starts from the games it carried over); called with none it advances by one.
-    `at_once`: the games played at the same time, for the ETA (zero.progress.ProgressLines).
-    """
-    from zero.progress import ProgressLines, terminal_bar
-
-    if not sys.stderr.isatty():
-        lines = ProgressLines(label, total, unit, every=_PROGRESS_EVERY, at_once=at_once)
-        return lines, lines
-    return terminal_bar(label, total, unit, at_once)
+from zero.cli_args import (Parser, UsageError, check_model, check_player, colour_arg, count_arg, counts_arg,
+                           ladder_seed_arg, lineage_of, model_or_shipped, params_of, player_name_arg, player_params,
+                           progress_for, seconds_arg, seed_arg, shipped_model)
+from zero.config import MAX_CONCURRENT, MAX_GAMES, MAX_TREE_BYTES, MAX_VISITS, ConfigError, tree_bytes, usable_cores
 
 
 def cmd_init(args) -> int:
     from zero.network import init_checkpoint
 
-    init_checkpoint(_params(args), args.out, args.seed)
+    init_checkpoint(params_of(args), args.out, args.seed)
     print(f"wrote {args.out}")
     return 0
 
@@ -249,10 +35,10 @@ def cmd_selfplay(args) -> int:
     from zero.games import make_game
     from zero.selfplay import play_shard
 
-    params = _params(args)
-    _check_model(params, make_game(params.game), args.model)
+    params = params_of(args)
+    check_model(params, make_game(params.game), args.model)
     games = args.games if args.games is not None else params.selfplay.games_per_shard
-    bar, tick = _progress(games, "self-play", at_once=params.selfplay.concurrent_games)
+    bar, tick = progress_for(games, "self-play", at_once=params.selfplay.concurrent_games)
     with bar:
         summary = play_shard(params, args.model, args.out, args.seed, games, args.sgf_dir, progress=tick)
     summary["kernels"] = kernel_compiles()  # compiled inside this run: none after `zero warmup`
@@ -264,8 +50,8 @@ def cmd_train(args) -> int:
     from zero.fileio import atomic_write
     from zero.train import train
 
-    params = _params(args)
-    bar, tick = _progress(params.train.steps, "training", "steps")
+    params = params_of(args)
+    bar, tick = progress_for(params.train.steps, "training", "steps")
     with contextlib.ExitStack() as stack:
         # written beside its name and renamed once training is done: never a partial metrics file
         metrics_file = stack.enter_context(atomic_write(args.metrics_out, "w")) if args.metrics_out else None
@@ -284,7 +70,7 @@ def cmd_train(args) -> int:
 def _match_params(args):
     """The params of a match: `--a/--b shipped` named as the shipped champion's file; without --params, the
     search of the first network player with a lineage (both players search alike)."""
-    params = _params(args)
+    params = params_of(args)
     for side in ("a", "b"):
         if getattr(args, side) == "shipped":
             shipped = shipped_model(params)
@@ -295,7 +81,7 @@ def _match_params(args):
             setattr(args, side, str(shipped))
     networks = [spec for spec in (args.a, args.b) if lineage_of(_network_file(spec))]
     if networks:
-        params = _player_params(args, params, _network_file(networks[0]), measured_visits=False)
+        params = player_params(args, params, _network_file(networks[0]), measured_visits=False)
     return params
 
 
@@ -310,13 +96,13 @@ def cmd_match(args) -> int:
     at_once = min(params.gate.concurrent_games, games)
     params = params_for_players(params, (args.a, args.b))  # a network with the liberty planes: a game with them
     game = make_game(params.game)
-    uses = [_check_player(params, game, spec) for spec in (args.a, args.b)]
+    uses = [check_player(params, game, spec) for spec in (args.a, args.b)]
     need = sum(tree_bytes(params.game, at_once, visits if v < 0 else v) for v in uses if v)
     if need > MAX_TREE_BYTES:
         raise UsageError(f"--visits {visits} (or mcts:N) with {at_once} games at once on {params.game.tag} needs "
                          f"{need / 2**30:.1f} GiB of search trees, more than the "
                          f"{MAX_TREE_BYTES / 2**30:.0f} GiB limit")
-    bar, tick = _progress(games, "match", at_once=1 if args.sequential else at_once)
+    bar, tick = progress_for(games, "match", at_once=1 if args.sequential else at_once)
     with bar:
         result = play_match(params, args.a, args.b, games, args.seed, args.sgf_dir, args.visits,
                             sequential=args.sequential, progress=tick, names=(args.a_name, args.b_name))
@@ -357,9 +143,9 @@ def _leaf_batched(params, args):
 def cmd_gtp(args) -> int:
     from zero.gtp import run_gtp
 
-    params = _params(args)
-    model = _model_or_shipped(params, args.model)
-    params = _leaf_batched(_player_params(args, params, model), args)
+    params = params_of(args)
+    model = model_or_shipped(params, args.model)
+    params = _leaf_batched(player_params(args, params, model), args)
     return run_gtp(params, model, args.visits, sys.stdin, sys.stdout) or 0  # the engine loads while it answers
 
 
@@ -367,9 +153,9 @@ def cmd_play(args) -> int:
     from zero.engine_loader import announce_compiles, build_engine
     from zero.play import run_play, warming
 
-    params = _params(args)
-    model = _model_or_shipped(params, args.model)
-    params = _leaf_batched(_player_params(args, params, model), args)
+    params = params_of(args)
+    model = model_or_shipped(params, args.model)
+    params = _leaf_batched(player_params(args, params, model), args)
     announce_compiles(sys.stderr, "zero play")
     engine = build_engine(params, model, args.visits)  # a checkpoint that cannot play the board is refused here
     return run_play(params, model, args.visits, args.color, sys.stdin, sys.stdout, engine=warming(engine)) or 0
@@ -381,18 +167,18 @@ def cmd_ladder(args) -> int:
     from zero.games import make_game
     from zero.match import params_for_players
 
-    params = _params(args)
+    params = params_of(args)
     cfg = params.ladder
     try:
         anchor = ladder.parse_anchor(args.anchor or cfg.anchor)
         if args.plot:
             out = Path(args.plot)
         else:
-            model = _model_or_shipped(params, args.model)
+            model = model_or_shipped(params, args.model)
             if model is None:
                 raise UsageError("zero ladder needs --model (no champion is shipped for this board)")
             params = params_for_players(params, [model])  # a network with the liberty planes: a game with them
-            _check_model(params, make_game(params.game), model)
+            check_model(params, make_game(params.game), model)
             out = Path(args.out)
             opponents = args.opponents.split(",") if args.opponents else list(cfg.opponents)
             opponents = [o for o in opponents if not o.startswith("gen:")]  # networks of a pipeline line
@@ -408,7 +194,7 @@ def cmd_ladder(args) -> int:
                                          f"but the params are for {params.game.tag}")
                     ladder.player_spec(spec, cfg.gnugo)
                 else:
-                    _check_player(params, make_game(params.game), spec)
+                    check_player(params, make_game(params.game), spec)
             seed, extra = args.seed, None
             if seed == "fresh":
                 seed, extra = ladder.fresh_seed(model), {"starts": "fresh"}
@@ -449,7 +235,7 @@ def _ladder_match(params, a: str, b: str, a_name: str | None, games: int, seed: 
     cfg = params.ladder
     pairing = f"{a_name or ladder.opponent_name(a)} against {ladder.opponent_name(b)}"
     print(f"{pairing}: {games} games ({label})", file=sys.stderr)
-    bar, tick = _progress(games, pairing, at_once=cfg.concurrent_games)
+    bar, tick = progress_for(games, pairing, at_once=cfg.concurrent_games)
     with bar:
         rec = ladder.play_pairing(params, a, b, games, seed, cfg.visits, out, a_name, None, label,
                                   cfg.concurrent_games, cfg.opening_moves, cfg.gnugo, progress=tick, extra=extra)
@@ -544,12 +330,12 @@ def cmd_warmup(args) -> int:
     from zero.games import make_game
     from zero.match import params_for_players
 
-    params = _params(args)
-    model = _model_or_shipped(params, args.model)  # the player `zero gtp` and `zero play` start with these args
-    params = _player_params(args, params, model, measured_visits=False)
+    params = params_of(args)
+    model = model_or_shipped(params, args.model)  # the player `zero gtp` and `zero play` start with these args
+    params = player_params(args, params, model, measured_visits=False)
     if model is not None:
         params = params_for_players(params, [model])  # the planes the network was trained with
-        _check_model(params, make_game(params.game), model)
+        check_model(params, make_game(params.game), model)
     done = warm_up(params, model)
     print(f"{done['compiled']} kernels compiled and {done['loaded']} loaded from the cache in {done['seconds']:g} s")
     return 0
@@ -559,7 +345,7 @@ def cmd_bench(args) -> int:
     from zero.bench import run_bench
     from zero.match import params_for_players
 
-    params = _params(args)
+    params = params_of(args)
     if args.gtp_latency:
         return _bench_gtp_latency(args, params)
     if args.model:
@@ -636,7 +422,7 @@ def _bench_gtp_latency(args, params) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="zero", description=__doc__.splitlines()[0])
+    parser = Parser(prog="zero", description=__doc__.splitlines()[0])
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--params", default=None, help="params file (default: params.yaml if present)")
     common.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -645,14 +431,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("init", parents=[common], help="write a freshly initialised network")
     p.add_argument("--out", required=True)
-    p.add_argument("--seed", type=_seed, default=0)
+    p.add_argument("--seed", type=seed_arg, default=0)
     p.set_defaults(fn=cmd_init)
 
     p = sub.add_parser("selfplay", parents=[common], help="play one shard of self-play games")
     p.add_argument("--model", required=True, help="network checkpoint")
     p.add_argument("--out", required=True, help="shard file to write (.npz)")
-    p.add_argument("--seed", type=_seed, default=0)
-    p.add_argument("--games", type=_count(MAX_GAMES), default=None)
+    p.add_argument("--seed", type=seed_arg, default=0)
+    p.add_argument("--games", type=count_arg(MAX_GAMES), default=None)
     p.add_argument("--sgf-dir", default=None, help="keep the games here as one SGF collection, <out's stem>.sgf.gz")
     p.set_defaults(fn=cmd_selfplay)
 
@@ -660,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--init", required=True, help="checkpoint to start from")
     p.add_argument("--data", nargs="+", required=True, help="shards, oldest first")
     p.add_argument("--out", required=True)
-    p.add_argument("--seed", type=_seed, default=0)
+    p.add_argument("--seed", type=seed_arg, default=0)
     p.add_argument("--metrics-out", default=None, help="write per-step metrics as JSON lines")
     p.set_defaults(fn=cmd_train)
 
@@ -672,23 +458,23 @@ def build_parser() -> argparse.ArgumentParser:
                         "@sd<X> c_puct_stdev_scale, @svb<X> subtree_bias_factor, @bf1/@bf0 "
                         "bfloat16/float32, @lb<N> leaf batch, @f<N> batches in flight (models/go-9.pt@cp2@v400)")
     p.add_argument("--b", required=True, help="like --a")
-    p.add_argument("--games", type=_count(MAX_GAMES), default=None)
-    p.add_argument("--seed", type=_seed, default=0)
-    p.add_argument("--visits", type=_count(MAX_VISITS), default=None)
+    p.add_argument("--games", type=count_arg(MAX_GAMES), default=None)
+    p.add_argument("--seed", type=seed_arg, default=0)
+    p.add_argument("--visits", type=count_arg(MAX_VISITS), default=None)
     p.add_argument("--sequential", action="store_true", help="stop once the gate's outcome is certain")
     p.add_argument("--out", default=None)
     p.add_argument("--sgf-dir", default=None)
-    p.add_argument("--a-name", type=_player_name, default=None,
+    p.add_argument("--a-name", type=player_name_arg, default=None,
                    help="a's name in the SGFs (default: the checkpoint's file stem, or mcts-N, ...)")
-    p.add_argument("--b-name", type=_player_name, default=None, help="like --a-name")
+    p.add_argument("--b-name", type=player_name_arg, default=None, help="like --a-name")
     p.set_defaults(fn=cmd_match)
 
     engine = argparse.ArgumentParser(add_help=False)  # the search a human or a GUI plays against
     engine.add_argument("--model", default=None)
-    engine.add_argument("--visits", type=_count(MAX_VISITS), default=None)
-    engine.add_argument("--leaf-batch", type=_count(256), default=LEAF_BATCH,
+    engine.add_argument("--visits", type=count_arg(MAX_VISITS), default=None)
+    engine.add_argument("--leaf-batch", type=count_arg(256), default=LEAF_BATCH,
                         help=f"leaves evaluated per network call, under virtual loss (default {LEAF_BATCH}; 1: one)")
-    engine.add_argument("--in-flight", type=_count(16), default=IN_FLIGHT,
+    engine.add_argument("--in-flight", type=count_arg(16), default=IN_FLIGHT,
                         help=f"leaf batches at the network at once, each on its share of the cores "
                              f"(default {IN_FLIGHT})")
 
@@ -696,7 +482,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_gtp)
 
     p = sub.add_parser("play", parents=[common, engine], help="play against the engine in the terminal")
-    p.add_argument("--color", type=_colour, default="black", help="your colour: black or white")
+    p.add_argument("--color", type=colour_arg, default="black", help="your colour: black or white")
     p.set_defaults(fn=cmd_play)
 
     p = sub.add_parser("ladder", parents=[common],
@@ -706,12 +492,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="ladder", help="ladder directory: pairings, SGFs, ratings.json, elo.png")
     p.add_argument("--opponents", default=None, help="comma-separated, e.g. gnugo:1,gnugo:5,mcts:1000 "
                                                      "(default: ladder.opponents)")
-    p.add_argument("--games", type=_count(MAX_GAMES, least=0), default=None,
+    p.add_argument("--games", type=count_arg(MAX_GAMES, least=0), default=None,
                    help="per opponent (default: ladder.games; 0: only the calibration games)")
-    p.add_argument("--calibration-games", type=_count(MAX_GAMES, least=0), default=None,
+    p.add_argument("--calibration-games", type=count_arg(MAX_GAMES, least=0), default=None,
                    help="games between consecutive fixed opponents, played once per directory (0: none)")
     p.add_argument("--anchor", default=None, help="player=rating held fixed (default: ladder.anchor, gnugo:1=0)")
-    p.add_argument("--seed", type=_ladder_seed, default=0,
+    p.add_argument("--seed", type=ladder_seed_arg, default=0,
                    help="the starts' seed (default 0: the usual starts); fresh: starts of this network's own, "
                         "from its sha256, that no line selected on")
     p.add_argument("--plot", default=None, metavar="DIR", help="only fit and plot this ladder directory")
@@ -748,28 +534,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", parents=[common], help="measure speed and memory")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--seconds", type=_seconds, default=20.0)
-    p.add_argument("--games", type=_count(MAX_CONCURRENT), default=128, help="concurrent self-play games")
-    p.add_argument("--visits", type=_count(MAX_VISITS), default=100)
-    p.add_argument("--scan-games", type=_counts(MAX_CONCURRENT), default=None, metavar="N,N,...",
+    p.add_argument("--seconds", type=seconds_arg, default=20.0)
+    p.add_argument("--games", type=count_arg(MAX_CONCURRENT), default=128, help="concurrent self-play games")
+    p.add_argument("--visits", type=count_arg(MAX_VISITS), default=100)
+    p.add_argument("--scan-games", type=counts_arg(MAX_CONCURRENT), default=None, metavar="N,N,...",
                    help="also measure self-play at each number of concurrent games")
-    p.add_argument("--scan-threads", type=_counts(1024), default=None, metavar="N,N,...",
+    p.add_argument("--scan-threads", type=counts_arg(1024), default=None, metavar="N,N,...",
                    help="also measure self-play with each number of torch and numba threads")
     p.add_argument("--model", default=None, help="a checkpoint to measure (default: a fresh network of the params)")
-    p.add_argument("--warmup", type=_seconds, default=None,
+    p.add_argument("--warmup", type=seconds_arg, default=None,
                    help="seconds of self-play before the steady figures (default: a tenth of --seconds)")
-    p.add_argument("--processes", type=_counts(64), default=None, metavar="N,N,...",
+    p.add_argument("--processes", type=counts_arg(64), default=None, metavar="N,N,...",
                    help="also measure self-play in N processes at once, the cores split between them")
-    p.add_argument("--leaf-batches", type=_counts(256), default=None, metavar="N,N,...",
+    p.add_argument("--leaf-batches", type=counts_arg(256), default=None, metavar="N,N,...",
                    help="instead of self-play: visits a second of one game's search (zero gtp's engine) at "
                         "each leaf batch, --visits a move (e.g. 400), a fresh tree each move")
     p.add_argument("--train", action="store_true",
                    help="instead of self-play: training positions a second (the train section's batch size, "
                         "switches and device; random positions), for --seconds")
-    p.add_argument("--threads", type=_count(64), default=None,
+    p.add_argument("--threads", type=count_arg(64), default=None,
                    help="with --leaf-batches: torch and numba threads (default gate.threads); "
                         "with --train: torch threads (default train.threads)")
-    p.add_argument("--seconds-per-move", type=_seconds, default=None,
+    p.add_argument("--seconds-per-move", type=seconds_arg, default=None,
                    help="with --leaf-batches (Go): also the visits this many seconds of the search buy a move")
     p.add_argument("--gtp-latency", action="store_true",
                    help="instead of self-play: how soon `zero gtp` (with this command's --params, --set and "
