@@ -1,6 +1,7 @@
 """The ladder: matches recorded as pairings, ratings fitted over a directory, the Elo plot."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -489,6 +490,12 @@ def test_a_recorded_pairing_whose_games_disagree_with_it_lends_none_and_is_named
     rec = play_pairing(SMALL_GO, "mcts:30", "random", 2, seed=4, visits=8, out_dir=tmp_path, concurrent=2)
     assert "games_resumed" not in rec
     assert "(game 1 is random against mcts-30, not mcts-30 against random)" in capsys.readouterr().err
+    # a result that is no count, resignation or draw: named by the game and its text
+    write_collection(sgf, [texts[0], re.sub(r"RE\[[^]]*\]", "RE[W+lots]", texts[1]), *texts[2:]])
+    (tmp_path / "pairings" / "mcts-30--random--ladder.json").write_text(json.dumps({**rec, "games": 4}))
+    again = play_pairing(SMALL_GO, "mcts:30", "random", 2, seed=4, visits=8, out_dir=tmp_path, concurrent=2)
+    assert "games_resumed" not in again
+    assert "(game 2's result 'W+lots' is not W+<points>, B+R or 0)" in capsys.readouterr().err
 
 
 def test_the_kept_games_of_other_settings_are_not_resumed_and_a_broken_one_is_named(tmp_path):

@@ -191,11 +191,12 @@ def _recorded_games(ladder_dir: Path, key: str, settings: dict) -> dict[int, dic
             if seed is None or g.result is None:
                 raise ValueError(f"game {i + 1} has no seed in its comment or no result")
             winner, _, margin = g.result.partition("+")
+            points = re.fullmatch(r"\d+(\.\d+)?", margin) and float(margin)
             if g.result == "0":
                 result, resigned, score = 0, False, 0.0
-            elif winner in ("B", "W") and (margin in ("", "R") or float(margin) > 0):
+            elif winner in ("B", "W") and (margin in ("", "R") or points):
                 result = 1 if winner == "B" else -1
-                resigned, score = margin == "R", 0.0 if margin in ("", "R") else result * float(margin)
+                resigned, score = margin == "R", result * points if points else 0.0
             else:
                 raise ValueError(f"game {i + 1}'s result {g.result!r} is not W+<points>, B+R or 0")
             lent[i] = {"index": i, "seed": int(seed.group(1)), "no_resign": False, "moves": list(map(int, g.moves)),
