@@ -141,7 +141,7 @@ def test_max_grad_norm_bounds_a_step_and_is_the_plain_step_below_its_norm(setup,
               on_step=lambda step, m: seen.append(m))
         after = dict(load_checkpoint(tmp_path / name)[0].named_parameters())
         moved = torch.sqrt(sum(((after[k] - before[k]).double() ** 2).sum() for k in before))
-        return float(moved), seen[0]["grad_norm"]
+        return float(moved.detach()), seen[0]["grad_norm"]
 
     plain, norm = one_step("plain.pt")
     assert plain == pytest.approx(0.05 * norm, rel=1e-4)  # one SGD step moves lr x the gradient's norm
