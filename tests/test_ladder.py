@@ -450,7 +450,7 @@ def _collection(out_dir, key="mcts-30--random--ladder"):
     return [(g.moves, g.result, g.properties["C"]) for g in read_collection(out_dir / "sgf" / f"{key}.sgf.gz")]
 
 
-def test_a_recorded_pairing_lends_its_games_to_a_longer_one_and_a_shorter_one(tmp_path):
+def test_a_recorded_pairing_lends_its_games_to_a_longer_one_and_a_shorter_one(tmp_path, capsys):
     probe = play_pairing(SMALL_GO, "mcts:30", "random", 4, seed=4, visits=8, out_dir=tmp_path, concurrent=2)
     first = _collection(tmp_path)
     # the 4-game probe goes on to 8: its games are the 8-game pairing's first 4, not played again
@@ -458,6 +458,8 @@ def test_a_recorded_pairing_lends_its_games_to_a_longer_one_and_a_shorter_one(tm
     full = play_pairing(SMALL_GO, "mcts:30", "random", 8, seed=4, visits=8, out_dir=tmp_path, concurrent=2,
                         progress=lambda *args: calls.append(args))
     assert calls[0] == (4, 8, None) and len(calls) == 1 + 4
+    assert "mcts-30--random--ladder.sgf.gz: 4 games of the recorded pairing carried into this 8-game one" in \
+        capsys.readouterr().err
     assert full["games"] == 8 and full["games_resumed"] == 4 and full["seconds"] >= probe["seconds"]
     games = _collection(tmp_path)
     assert games[:4] == first  # moves, results (the referee's margins and resignations) and seeds

@@ -130,6 +130,8 @@ class PartialPairing:
         lent = {i: d for i, d in _recorded_games(self.folder.parent.parent, self.folder.name, self.settings).items()
                 if i not in self.kept}
         if lent:
+            print(f"{pairing_sgf(self.folder.parent.parent, self.folder.name)}: {len(lent)} games of the recorded "
+                  f"pairing carried into this {self.games}-game one", file=sys.stderr)
             self.kept.update(lent)
             most = max(most, max(lent) + 1)
             atomic_write_text(settings, json.dumps({**self.settings, "games": most}, indent=1, sort_keys=True) + "\n")
@@ -204,8 +206,6 @@ def _recorded_games(ladder_dir: Path, key: str, settings: dict) -> dict[int, dic
     except (ValueError, KeyError, TypeError, SgfError) as e:
         print(f"{sgf}: its games are not carried into this pairing ({e})", file=sys.stderr)
         return {}
-    print(f"{sgf}: the {len(lent)} games of the recorded {record['games']}-game pairing carried into this "
-          f"{settings['games']}-game one", file=sys.stderr)
     return lent
 
 
