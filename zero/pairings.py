@@ -45,8 +45,12 @@ def _played(out_dir: Path, key: str, settings: dict) -> dict | None:
         games = len(read_collection(pairing_sgf(out_dir, key)))
     except (ValueError, SgfError):
         return None
-    same = all(record.get(k) == v for k, v in _identity(json.loads(json.dumps(settings))).items())
-    return record if same and record.get("games") == games == settings["games"] else None
+    return record if _recorded_with(record, settings) and record.get("games") == games == settings["games"] else None
+
+
+def _recorded_with(record: dict, settings: dict) -> bool:
+    """Whether a pairing record was played with these settings, whatever its number of games."""
+    return all(record.get(k) == v for k, v in _identity(json.loads(json.dumps(settings))).items())
 
 
 PARTIAL = ".partial"  # a ladder dir's folder of pairings still being played
@@ -178,8 +182,7 @@ def _recorded_games(ladder_dir: Path, key: str, settings: dict) -> dict[int, dic
         return {}
     try:
         record = json.loads(path.read_text())
-        same = all(record.get(k) == v for k, v in _identity(settings).items())
-        if not same or record.get("games") == settings["games"]:
+        if not _recorded_with(record, settings) or record.get("games") == settings["games"]:
             return {}
         games = read_collection(sgf)
         if len(games) != record["games"]:
