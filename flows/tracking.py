@@ -392,15 +392,24 @@ def data_run_tags(data: dict) -> dict:
     return {f"{TAG}dvc_lock_sha256": data["dvc_lock_sha256"], **data_tags(data["hashes"])}
 
 
+def _decided(selfplay: list[dict]) -> dict:
+    """The decided games of selfplay.decided_visits, summed over the shards that have them (none: {})."""
+    return {k: sum(s.get(k, 0) for s in selfplay) for k in ("decided", "decided_reversed")
+            if any(k in s for s in selfplay)}
+
+
 def selfplay_metrics(selfplay: list[dict], data: dict) -> dict:
     """The generation's self-play, summed over its shards, and the training window's size."""
     games = sum(s["games"] for s in selfplay)
     timed = [s for s in selfplay if s.get("seconds")]
+    decided = _decided(selfplay)
     return {
         "selfplay_games": games,
         "selfplay_positions": sum(s["positions"] for s in selfplay),
         "selfplay_mean_moves": sum(s["moves"] for s in selfplay) / max(games, 1),
         "selfplay_resigned": sum(s["resigned"] for s in selfplay) / max(games, 1),
+        **({"selfplay_decided": decided["decided"] / max(games, 1),
+            "selfplay_decided_reversed": decided["decided_reversed"] / max(decided["decided"], 1)} if decided else {}),
         "selfplay_black_win_rate": sum(s["black_wins"] for s in selfplay) / max(games, 1),
         "selfplay_games_per_s": (sum(s["games"] for s in timed) / sum(s["seconds"] for s in timed)) if timed else None,
         "window_positions": data["window_positions"],
@@ -548,6 +557,7 @@ def generation_record(facts: GenerationFacts, tag: str, champ: dict, selfplay: l
         "generation": facts.generation, "game": tag, "params_hash": facts.params_hash,
         "flow_run_id": facts.flow_run_id, "champion_before": champ, "seeds": facts.seeds,
         "selfplay": {**{k: sum(s[k] for s in selfplay) for k in ("games", "positions", "resigned")},
+                     **_decided(selfplay),
                      "shards_reused": sum(s["reused"] for s in selfplay),
                      "nn_evals": sum(s.get("nn_evals", 0) for s in selfplay if not s["reused"])},  # this run's shards
         "train": {**{k: train.get(k) for k in ("steps", "positions", "seed", "sha256", "final", "reuse", "holdout")},

@@ -49,6 +49,7 @@ class GameRecord:
     resign_value: list = field(default_factory=lambda: [1.0, 1.0])  # lowest resign statistic, black / white
     root_values: list = field(default_factory=list)  # the search's root value of each recorded position (Choice.value)
     final_board: np.ndarray | None = None  # Go, with ArenaRules.final_board: the board a played-out game ended on
+    decided_at: int = -1  # with ArenaRules.play_out_decided: the move at which the side to move would have resigned
 
     def result_text(self) -> str:
         """SGF RE value: `B+R`, `W+3.5`, `0`, `B+` (Gomoku)."""
@@ -149,6 +150,8 @@ class MCTSPlayer:
             is the pruned one (zero.mcts.pruned_policy), so moves whose visits were forced are
             neither learned nor played for them; the most visited move is the same either way.
         reuse_tree: keep the subtree of the move played (the paper); else search each move afresh.
+        decided_visits: the visits of every search in a game after `decide(slot)` (self-play's decided games,
+            played out rather than resigned): no noise, not kept as a training target. 0: no game is decided.
         playout_cap: (full_share, fast_visits): playout cap randomization (Wu 2019, KataGo). Each
             move is a full search (config.visits, noise, kept as a training target) with
             probability full_share, drawn from the game's generator, else a fast one
@@ -163,13 +166,15 @@ class MCTSPlayer:
     """
 
     def __init__(self, name: str, evaluator, config: SearchConfig, noise: bool = False, reuse_tree: bool = True,
-                 playout_cap: tuple[float, int] | None = None, groups: int = 1, step_rounds: int = 0):
+                 playout_cap: tuple[float, int] | None = None, groups: int = 1, step_rounds: int = 0,
+                 decided_visits: int = 0):
         self.name = name
         self.evaluator = evaluator
         self.config = config
         self.noise, self.reuse_tree, self.playout_cap = noise, reuse_tree, playout_cap
         self.groups = groups
         self.step_rounds = step_rounds
+        self.decided_visits = decided_visits
 
     @property
     def evaluations(self) -> int:
@@ -181,10 +186,23 @@ class MCTSPlayer:
         self.search = Search(game, self.evaluator, slots_n, self.config)
         self._target = np.zeros(slots_n, np.int64)  # step_rounds: each slot's search in progress (0: none)
         self._full = np.ones(slots_n, bool)  # ... and whether it is a full search
+        self._decided = np.zeros(slots_n, bool)  # games played out at decided_visits
 
     def reset(self, slot: int) -> None:
         self.search.tree.reset(slot)
         self._target[slot] = 0
+        self._decided[slot] = False
+
+    def decide(self, slot: int) -> None:
+        """The game in `slot` is decided: its searches from the next on get decided_visits, no noise, no record."""
+        if not self.decided_visits:
+            raise ValueError(f"{self.name}: a game was decided, but the player has no decided_visits")
+        self._decided[slot] = True
+
+    @property
+    def _caps(self) -> bool:
+        """Whether searches differ in visits and record (playout cap randomization, decided games)."""
+        return self.playout_cap is not None or self.decided_visits > 0
 
     def observe(self, slot: int, action: int) -> None:
         if self.reuse_tree:
@@ -199,17 +217,25 @@ class MCTSPlayer:
             return self._step(slots, sample, rngs)
         noise = rngs if self.noise else None
         full = visits = None
-        if self.playout_cap is not None:
-            full, visits = self._draw_caps(rngs)
+        if self._caps:
+            full, visits = self._draw_caps(slots, rngs)
             noise = None if noise is None else [r if f else None for r, f in zip(noise, full)]
         self._search(slots, noise, visits)
         return self._choice(slots, sample, rngs, full)
 
-    def _draw_caps(self, rngs: list) -> tuple[np.ndarray, np.ndarray]:
-        """Playout cap randomization's draw for a new search in each game: (full search?, its visits)."""
-        share, fast_visits = self.playout_cap
-        full = np.array([rng.random() < share for rng in rngs], bool)
-        return full, np.where(full, self.config.visits, fast_visits)
+    def _draw_caps(self, slots: np.ndarray, rngs: list) -> tuple[np.ndarray, np.ndarray]:
+        """Each new search's (full search?, visits): playout cap randomization's draw (every search full
+        without it), then decided games' searches fast at decided_visits."""
+        if self.playout_cap is not None:
+            share, fast_visits = self.playout_cap
+            full = np.array([rng.random() < share for rng in rngs], bool)
+            visits = np.where(full, self.config.visits, fast_visits)
+        else:
+            full, visits = np.ones(len(rngs), bool), np.full(len(rngs), self.config.visits)
+        decided = self._decided[slots]
+        full[decided] = False
+        visits[decided] = self.decided_visits
+        return full, visits
 
     def _search(self, slots: np.ndarray, noise: list | None, visits: np.ndarray | None,
                 max_rounds: int | None = None) -> None:
@@ -238,8 +264,7 @@ class MCTSPlayer:
         new = self._target[slots] == 0
         if new.any():
             idx = np.flatnonzero(new)
-            full, visits = (self._draw_caps([rngs[i] for i in idx]) if self.playout_cap is not None
-                            else (np.ones(len(idx), bool), np.full(len(idx), self.config.visits)))
+            full, visits = self._draw_caps(slots[idx], [rngs[i] for i in idx])
             self._full[slots[idx]], self._target[slots[idx]] = full, visits
         # noise once, when a search starts; a search going on keeps its root's noisy priors
         noise = [r if n and f else None for r, n, f in zip(rngs, new, self._full[slots])] if self.noise else None
@@ -247,7 +272,7 @@ class MCTSPlayer:
         done = self.search.tree.searched(slots, self._target[slots])
         L, A = len(slots), self.game.num_actions
         out = Choice(np.full(L, -1, np.int64), np.ones(L, np.float32), np.zeros((L, A), np.float32),
-                     self._full[slots].copy() if self.playout_cap is not None else None, done, np.zeros(L, np.float32))
+                     self._full[slots].copy() if self._caps else None, done, np.zeros(L, np.float32))
         idx = np.flatnonzero(done)
         if len(idx):
             part = self._choice(slots[idx], sample[idx], [rngs[i] for i in idx],
@@ -267,6 +292,9 @@ class ArenaRules:
     resign_min_move: ... but not before this move of the game.
     playout_share: self-play's share of games played out without resignation, drawn
         from each game's generator; None (matches) draws nothing.
+    play_out_decided: self-play (one player with `decide`): a mover below the resign threshold does not
+        resign; the game is decided (GameRecord.decided_at), the player's `decide(slot)` makes its further
+        searches cheap and unrecorded, and the game ends on the board, its outcome counted.
     record: keep each position's planes and search policy (self-play's training targets).
     final_board: keep the board each played-out game ends on (Go's ownership and score targets).
     random_opening_moves: self-play's random openings: a game starts, with probability
@@ -278,6 +306,7 @@ class ArenaRules:
     resign_threshold: float = -1.0
     resign_min_move: int = 0
     playout_share: float | None = None
+    play_out_decided: bool = False
     record: bool = False
     final_board: bool = False
     random_opening_moves: int = 0
@@ -446,10 +475,14 @@ class _Arena:
             may_resign = counts[i] >= rules.resign_min_move
             if may_resign:  # the statistic the calibration reads: moves where a resignation could happen
                 rec.resign_value[side] = min(rec.resign_value[side], stat)
-            if not rec.no_resign and may_resign and stat < rules.resign_threshold:
-                rec.result, rec.resigned = -color, True
-                self.finish(slot)
-                continue
+            if not rec.no_resign and may_resign and stat < rules.resign_threshold and rec.decided_at < 0:
+                if not rules.play_out_decided:
+                    rec.result, rec.resigned = -color, True
+                    self.finish(slot)
+                    continue
+                rec.decided_at = int(counts[i])
+                for p in self.players:
+                    p.decide(slot)
             if rules.record and (choice.record is None or choice.record[i]):
                 rec.planes.append(packed[i])
                 rec.policies.append(choice.policy[i])

@@ -536,12 +536,21 @@ class SelfPlayConfig(_ComputeSection):
     # values backed up through the root (side to move's view; without mcts.score_utility, the root's Q),
     # as the shard's `root_value`: the q that train.value_q_weight mixes into the value target.
     root_values: bool = _bool(False, switch=True)
+    # decided_visits: a game whose mover would resign is played out instead (KataGo's self-play, which reduces
+    # the visits of decided games rather than ending them): every move from there on is searched with this
+    # many visits, no noise, and is not recorded. Every game then ends on a counted board, so each of its
+    # positions gets ownership and score targets (network.aux_heads) and the outcome play reached, where a
+    # resigned game gives neither (0: off, the game resigns; the calibration share plays out as before).
+    decided_visits: int = _int(0, ge=0, le=MAX_VISITS, switch=True)
 
     @model_validator(mode="after")
     def _fast_visits_fit(self) -> "SelfPlayConfig":
         if self.full_search_share < 1 and not 1 <= self.fast_visits < self.visits:
             raise ValueError(f"fast_visits={self.fast_visits}: with full_search_share {self.full_search_share} "
                              f"it must be at least 1 and below visits={self.visits}")
+        if self.decided_visits > self.visits:
+            raise ValueError(f"decided_visits={self.decided_visits}: the searches of a decided game get at most "
+                             f"visits={self.visits}")
         return _bf16_needs_fast(self)
 
     def for_generation(self, g: int) -> "SelfPlayConfig":
@@ -725,6 +734,9 @@ class Params(_Section):
         if self.mcts.root == "gumbel" and self.selfplay.full_search_share < 1:
             raise ValueError("mcts.root, selfplay.full_search_share: Gumbel search gives every move its own "
                              "budget; playout cap randomization (full_search_share < 1) needs mcts.root: puct")
+        if self.mcts.root == "gumbel" and self.selfplay.decided_visits:
+            raise ValueError("mcts.root, selfplay.decided_visits: Gumbel search gives every move its own budget; "
+                             "decided games played out at fewer visits need mcts.root: puct")
         if self.train.value_q_weight > 0 and not self.selfplay.root_values:
             raise ValueError("train.value_q_weight needs selfplay.root_values: true (the self-play search's root "
                              "values are the q it mixes into the value target)")

@@ -218,20 +218,22 @@ class GumbelPlayer(MCTSPlayer):
 
 
 def search_player(name: str, evaluator, config: SearchConfig, noise: bool = False, reuse_tree: bool = True,
-                  playout_cap: tuple[float, int] | None = None, groups: int = 1, step_rounds: int = 0):
+                  playout_cap: tuple[float, int] | None = None, groups: int = 1, step_rounds: int = 0,
+                  decided_visits: int = 0):
     """The player of config.root: GumbelPlayer for "gumbel" (which searches each move afresh), else MCTSPlayer.
 
-    playout_cap, groups and step_rounds are MCTSPlayer's (playout cap randomization; games searched in
-    groups that alternate on the network; searches that pause every step_rounds rounds so the games that
-    are done move); Gumbel search refuses playout_cap and step_rounds (ValueError) and searches in one group.
+    playout_cap, groups, step_rounds and decided_visits are MCTSPlayer's (playout cap randomization; games
+    searched in groups that alternate on the network; searches that pause every step_rounds rounds so the
+    games that are done move; decided games played out cheaply); Gumbel search refuses playout_cap,
+    step_rounds and decided_visits (ValueError) and searches in one group.
     """
     if config.root == "gumbel":
-        if playout_cap is not None:
+        if playout_cap is not None or decided_visits:
             raise ValueError("mcts.root: gumbel searches every move with its own budget; "
-                             "selfplay.full_search_share must stay 1 with it")
+                             "selfplay.full_search_share must stay 1 and selfplay.decided_visits 0 with it")
         if step_rounds:
             raise ValueError("mcts.root: gumbel searches every move in one sequential halving; "
                              "selfplay.step_rounds must stay 0 with it")
         return GumbelPlayer(name, evaluator, config, noise=noise)
     return MCTSPlayer(name, evaluator, config, noise=noise, reuse_tree=reuse_tree, playout_cap=playout_cap,
-                      groups=groups, step_rounds=step_rounds)
+                      groups=groups, step_rounds=step_rounds, decided_visits=decided_visits)

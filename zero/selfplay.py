@@ -36,10 +36,12 @@ def play_games(game: Game, evaluator, selfplay: SelfPlayConfig, search: SearchCo
     """
     cap = (selfplay.full_search_share, selfplay.fast_visits) if selfplay.full_search_share < 1 else None
     player = search_player("self-play", evaluator, search, noise=True, reuse_tree=selfplay.reuse_tree,
-                           playout_cap=cap, groups=selfplay.search_groups, step_rounds=selfplay.step_rounds)
+                           playout_cap=cap, groups=selfplay.search_groups, step_rounds=selfplay.step_rounds,
+                           decided_visits=selfplay.decided_visits)
     rules = ArenaRules(sample_moves=selfplay.temperature_moves, resign_threshold=selfplay.resign_threshold,
                        resign_min_move=selfplay.resign_min_move,
-                       playout_share=selfplay.resign_playout_share, record=True, final_board=final_board,
+                       playout_share=selfplay.resign_playout_share, play_out_decided=selfplay.decided_visits > 0,
+                       record=True, final_board=final_board,
                        random_opening_moves=selfplay.random_opening_moves,
                        random_opening_share=selfplay.random_opening_share)
     return play_arena(game, player, player, num_games, seed, selfplay.concurrent_games, rules,
@@ -72,6 +74,8 @@ def records_to_shard(records: list[GameRecord], game: Game, params, seed: int, a
                  else no_aux_targets(len(r.to_play), game.height * game.width) for r in records]
         targets = {name: np.concatenate([p[i] for p in parts]) if parts else None
                    for i, name in enumerate(("ownership", "score", "aux_mask"))}
+    if params.selfplay.decided_visits:
+        targets["decided_at"] = np.array([r.decided_at for r in records], np.int16)
     if params.selfplay.root_values:
         if len(root_value) != len(value):
             raise ValueError(f"selfplay.root_values: {len(root_value)} root values for {len(value)} positions")

@@ -61,6 +61,8 @@ class Shard:
     score: np.ndarray | None = None  # [P] float32, final Tromp-Taylor score, side to move's view, komi included
     aux_mask: np.ndarray | None = None  # [P] bool, the position carries ownership and score targets
     root_value: np.ndarray | None = None  # [P] float32, the search's root value (value head), side to move's view
+    decided_at: np.ndarray | None = None  # [G] int16, selfplay.decided_visits: the move at which the side to move
+    #                                       would have resigned and the game was played out instead (-1: never)
 
     @property
     def has_aux(self) -> bool:
@@ -91,7 +93,7 @@ _ARRAYS = {
     "resign_value": np.float32,
 }
 AUX_ARRAYS = {"ownership": np.int8, "score": np.float32, "aux_mask": np.bool_}  # optional, all or none
-OPTIONAL_ARRAYS = {"root_value": np.float32}  # optional, each on its own
+OPTIONAL_ARRAYS = {"root_value": np.float32, "decided_at": np.int16}  # optional, each on its own
 
 
 def pack_planes(planes: np.ndarray) -> np.ndarray:
@@ -202,6 +204,11 @@ def _check(path: Path, s: Shard) -> None:
             problems.append(f"root_value {s.root_value.dtype} shape {s.root_value.shape}")
         elif p and not (np.abs(s.root_value) <= 1.0).all():
             problems.append("root_value outside [-1, 1] (or NaN)")
+    if s.decided_at is not None:
+        if s.decided_at.dtype != np.int16 or s.decided_at.shape != (g,):
+            problems.append(f"decided_at {s.decided_at.dtype} shape {s.decided_at.shape}")
+        elif g and ((s.decided_at < -1).any() or (s.decided_at >= s.length).any()):
+            problems.append("decided_at outside -1 .. a game's length - 1")
     if problems:
         raise ShardError(f"{path}: inconsistent shard: {'; '.join(problems)}")
 
@@ -218,7 +225,16 @@ def shard_summary(shard: Shard) -> dict:
         "draws": int((shard.result == 0).sum()),
         "moves": int(shard.length.sum()),
         **({"aux_positions": int(shard.aux_mask.sum())} if shard.has_aux else {}),
+        **(decided_summary(shard) if shard.decided_at is not None else {}),
     }
+
+
+def decided_summary(shard: Shard) -> dict:
+    """Decided games (selfplay.decided_visits) and how many of them the side that would have resigned went on
+    to win (moves alternate, so the mover at move n is black for even n): resignations' false positives."""
+    decided = shard.decided_at >= 0
+    would_resign = np.where(shard.decided_at % 2 == 0, 1, -1)
+    return {"decided": int(decided.sum()), "decided_reversed": int((decided & (shard.result == would_resign)).sum())}
 
 
 def verify_shard(path: str | Path) -> bool:
