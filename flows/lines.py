@@ -56,6 +56,9 @@ def generation_rows(workspace: Path, line: str = "go-9", last: int | None = None
             "holdout_value_loss": holdout.get("value_loss"),
             "holdout_policy_loss": holdout.get("policy_loss"),
             "selfplay_games": d["selfplay"]["games"],
+            "selfplay_resigned": d["selfplay"].get("resigned"),
+            "selfplay_decided": d["selfplay"].get("decided"),  # selfplay.decided_visits: played out, not resigned
+            "selfplay_decided_reversed": d["selfplay"].get("decided_reversed"),
             "wall_s": d["compute"]["wall_s"],
             "core_hours": round(core_hours, 4),
             "candidate_sha256": d["gate"]["candidate_sha256"],
@@ -90,10 +93,19 @@ def pooled_elo_text(p: dict) -> str:
     return elo_interval_text((p["elo"], p["elo_low"], p["elo_high"]))
 
 
+def games_text(r: dict) -> str:
+    """A generation's self-play games, with how many resigned and how many were decided and played out (and won
+    by the side that would have resigned) where its record says: `512 (470 resigned)`."""
+    parts = [f"{r['selfplay_resigned']} resigned"] if r.get("selfplay_resigned") else []
+    if r.get("selfplay_decided") is not None:
+        parts.append(f"{r['selfplay_decided']} decided, {r['selfplay_decided_reversed']} reversed")
+    return f"{r['selfplay_games']}" + (f" ({'; '.join(parts)})" if parts else "")
+
+
 def markdown(table: dict[str, list[dict]]) -> str:
     """The rows as one markdown table, the lines one after the other."""
     md = ["| line | generation | network | window (generations, positions) | training steps | "
-          "gate (logging) | held-out value / policy loss | self-play games | seconds | core-hours from the start | "
+          "gate (logging) | held-out value / policy loss | self-play games (resigned; decided, reversed) | seconds | core-hours from the start | "
           "in-flow ladder (W-L-D) |",
           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, rows in table.items():
@@ -104,7 +116,7 @@ def markdown(table: dict[str, list[dict]]) -> str:
             outside = ", ".join(f"{m['opponent']} {m['wins']}-{m['losses']}-{m['draws']}"
                                 for m in r["outside"])
             md.append(f"| {name} | {r['generation']} | {r['network']} | {r['window_generations']}, {positions} | "
-                      f"{r['steps']} | {r['gate']} | {losses} | {r['selfplay_games']} | {r['wall_s']:.0f} | "
+                      f"{r['steps']} | {r['gate']} | {losses} | {games_text(r)} | {r['wall_s']:.0f} | "
                       f"{r['core_hours']:.3f} | {outside} |")
     pooled = {name: pooled_outside(rows) for name, rows in table.items()}
     if any(pooled.values()):

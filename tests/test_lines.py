@@ -9,7 +9,7 @@ from flows.layout import LineError
 from flows.lines import LinesError, generation_rows, main, parse_line
 
 
-def _generation(ws, g, window, core_hours, wins=11, value_loss=0.6, gate=True, ladder=None):
+def _generation(ws, g, window, core_hours, wins=11, value_loss=0.6, gate=True, ladder=None, selfplay=None):
     d = ws / "gens" / "go-9" / f"g{g:04d}"
     d.mkdir(parents=True)
     (d / "params.yaml").write_text(yaml.safe_dump({"network": {"size": "b6c64"},
@@ -17,7 +17,7 @@ def _generation(ws, g, window, core_hours, wins=11, value_loss=0.6, gate=True, l
     record = {
         "generation": g,
         "compute": {"core_hours": core_hours, "wall_s": core_hours * 3600},
-        "selfplay": {"games": 512},
+        "selfplay": selfplay or {"games": 512},
         "train": {"steps": 530, "reuse": {"train_positions": 9_000 * min(window, 12 + g)},
                   "holdout": {"value_loss": value_loss, "policy_loss": 1.5}},
         "gate": {"wins": wins, "losses": 20 - wins, "draws": 0, "candidate_sha256": f"{g:064x}"} if gate else None,
@@ -68,6 +68,16 @@ def test_the_in_flow_ladders_are_listed_per_generation_and_pooled_per_line(tmp_p
     assert "| q | 3 | b6c64 | 12, 108,000 | 530 | 11-9-0 | 0.600 / 1.500 | 512 | 360 | 0.300 | " \
            "pachi-5000 5-5-0, gnugo-10 9-0-1 |" in md
     assert "| q | gnugo-10 | 3 | 10 | 9-0-1 | 95.0% | +512 [" in md
+
+
+def test_the_games_say_how_many_resigned_and_how_many_were_decided_and_played_out(tmp_path):
+    _generation(tmp_path / "a", 1, 12, 0.1, selfplay={"games": 519, "resigned": 476})
+    _generation(tmp_path / "b", 1, 12, 0.1, selfplay={"games": 512, "resigned": 0, "decided": 470,
+                                                       "decided_reversed": 2})
+    main([str(tmp_path / "out"), f"z={tmp_path / 'a'}", f"decided={tmp_path / 'b'}"])
+    md = (tmp_path / "out" / "lines.md").read_text()
+    assert "| z | 1 | b6c64 | 12, 108,000 | 530 | 11-9-0 | 0.600 / 1.500 | 519 (476 resigned) | 360 |" in md
+    assert "| decided | 1 | b6c64 | 12, 108,000 | 530 | 11-9-0 | 0.600 / 1.500 | 512 (470 decided, 2 reversed) |" in md
 
 
 def test_lines_without_ladders_have_no_pooled_table(tmp_path):
