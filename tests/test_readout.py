@@ -1,0 +1,89 @@
+"""flows.readout and zero.losses.stone_reading: networks read the same positions, stones that die counted."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from flows.readout import ReadoutError, main, readout
+from zero.config import load_params
+from zero.losses import stone_reading
+from zero.network import init_checkpoint, load_checkpoint
+from zero.selfplay import play_shard
+from zero.shards import read_shard
+from zero.train_data import load_window
+
+GO_5 = ["game.size=5", "network.size=b1c8", "network.aux_heads=true", "selfplay.visits=8",
+        "selfplay.concurrent_games=4", "selfplay.games_per_shard=6", "selfplay.resign_playout_share=0",
+        "selfplay.resign_min_move=6"]
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory):
+    """A 5x5 shard of games played out (every position has ownership), one without ownership, two networks."""
+    d = tmp_path_factory.mktemp("readout")
+    out = load_params(None, GO_5 + ["selfplay.resign_threshold=-1.0"])
+    init_checkpoint(out, d / "a.pt", 0)
+    init_checkpoint(out, d / "b.pt", 1)
+    play_shard(out, d / "a.pt", d / "out.npz", seed=2)
+    plain = load_params(None, GO_5 + ["network.aux_heads=false", "selfplay.resign_threshold=1.0"])
+    init_checkpoint(plain, d / "plain.pt", 0)
+    play_shard(plain, d / "plain.pt", d / "resigned.npz", seed=2)  # no aux heads: no ownership in the shard
+    return d
+
+
+def _stones(shard):
+    """Each position's stones from the side to move's view (+1 its own, -1 the opponent's), from the shard."""
+    c, h, w = shard.plane_shape
+    planes = shard.unpacked_planes().reshape(-1, c, h * w)
+    return planes[:, 0] - planes[:, 8]
+
+
+def test_a_network_that_gives_every_point_to_the_side_to_move_reads_its_own_stones_alive(played):
+    shard = read_shard(played / "out.npz")
+    net, _ = load_checkpoint(played / "a.pt")
+    with torch.no_grad():
+        net.ownership_conv.weight.zero_()
+        net.ownership_conv.bias.fill_(5.0)
+    window = load_window([played / "out.npz"], 10_000)
+    got = stone_reading(net, window, np.arange(len(window)), 7, torch.device("cpu"))
+    stones, own = _stones(shard), shard.ownership.astype(np.float32)
+    live = (stones != 0) & (own == stones)
+    dead = (stones != 0) & ~live
+    assert got["positions"] == len(shard.value) and got["dead_stones"] == dead.sum() > 0
+    assert got["live_stones"] == live.sum() > 0
+    # it says every stone of the side to move lives and every opponent's stone does not
+    assert got["dead_read"] == pytest.approx((dead & (stones < 0)).sum() / dead.sum())
+    assert got["live_read"] == pytest.approx((live & (stones > 0)).sum() / live.sum())
+
+
+def test_networks_are_read_on_the_same_positions(played, capsys):
+    out = played / "readout.json"
+    assert main([str(played / "out.npz"), "--model", f"a={played / 'a.pt'}", "--model", f"b={played / 'b.pt'}",
+                 "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    shard = read_shard(played / "out.npz")
+    assert result["positions"] == result["positions_with_ownership"] == len(shard.value)
+    a, b = result["models"]["a"], result["models"]["b"]
+    assert a["dead_stones"] == b["dead_stones"] and a["live_stones"] == b["live_stones"]
+    assert a["value_loss"] != b["value_loss"]  # two networks, one set of positions
+    assert "| a | " in capsys.readouterr().out
+    # a shard without ownership targets: the losses only
+    only = readout([played / "resigned.npz"], {"a": played / "a.pt"})
+    assert only["positions_with_ownership"] == 0 and "dead_read" not in only["models"]["a"]
+    assert "ownership_loss" not in only["models"]["a"]
+
+
+def test_what_cannot_be_read_is_named(played, tmp_path, capsys):
+    with pytest.raises(ReadoutError, match="b: .*no such checkpoint"):
+        readout([played / "out.npz"], {"b": tmp_path / "none.pt"})
+    other = load_params(None, ["game.size=5", "network.size=b1c8", "game.liberty_planes=true"])
+    init_checkpoint(other, tmp_path / "libs.pt", 0)
+    with pytest.raises(ReadoutError, match="libs .*23 planes on 5x5 does not read these shards' positions \\(17"):
+        readout([played / "out.npz"], {"libs": tmp_path / "libs.pt"})
+    (tmp_path / "junk.npz").write_bytes(b"junk")
+    assert main([str(tmp_path / "junk.npz"), "--model", f"a={played / 'a.pt'}"]) == 2
+    assert "junk.npz" in capsys.readouterr().err
+    assert main([str(played / "out.npz"), "--model", "a"]) == 2
+    assert "NAME=CHECKPOINT" in capsys.readouterr().err
