@@ -9,7 +9,7 @@ outside engines (`ladder.every`), each generation's and pooled over the line's g
     python -m flows.lines OUT_DIR window-12=/work/campaign:13 window-24=/work/arm --line go-9
 
 (`:13`: that line's generations up to 13 of its workspace, for a workspace that went on after the
-comparison.) Writes OUT_DIR/lines.json and OUT_DIR/lines.md (one row a generation and line).
+comparison; `:28-29`: its generations 28 to 29, for an arm started from a generation the workspace passed.) Writes OUT_DIR/lines.json and OUT_DIR/lines.md (one row a generation and line).
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ class LinesError(ValueError):
     """A line spec or a generation record that cannot be read."""
 
 
-def generation_rows(workspace: Path, line: str = "go-9", last: int | None = None) -> list[dict]:
-    """Each finished generation of `line` in `workspace` (those with a gate and a training), oldest first."""
+def generation_rows(workspace: Path, line: str = "go-9", last: int | None = None, first: int | None = None
+                    ) -> list[dict]:
+    """Each finished generation of `line` in `workspace` (those with a gate and a training) from `first` to `last`,
+    oldest first; the core-hours are summed from the first."""
     gens = workspace / "gens" / line
     if not gens.is_dir():
         raise LinesError(f"{workspace}: no generations of {line} (no {gens})")
@@ -41,7 +43,8 @@ def generation_rows(workspace: Path, line: str = "go-9", last: int | None = None
             params = yaml.safe_load((path.parent / "params.yaml").read_text())
         except (OSError, yaml.YAMLError) as e:
             raise LinesError(f"{path.parent / 'params.yaml'}: cannot be read: {e}") from e
-        if not d.get("gate") or not d.get("train") or (last is not None and d["generation"] > last):
+        if (not d.get("gate") or not d.get("train") or (last is not None and d["generation"] > last)
+                or (first is not None and d["generation"] < first)):
             continue
         core_hours += d["compute"]["core_hours"]
         holdout = d["train"].get("holdout") or {}
@@ -130,28 +133,33 @@ def markdown(table: dict[str, list[dict]]) -> str:
     return "\n".join(md) + "\n"
 
 
-def parse_line(spec: str) -> tuple[str, Path, int | None]:
-    """`name=workspace[:last]` -> (name, workspace, last generation or None)."""
+def parse_line(spec: str) -> tuple[str, Path, int | None, int | None]:
+    """`name=workspace[:[first-]last]` -> (name, workspace, first generation or None, last generation or None)."""
     name, sep, rest = spec.partition("=")
     if not sep or not name or not rest:
-        raise LinesError(f"{spec!r}: a line is NAME=WORKSPACE or NAME=WORKSPACE:LAST")
-    workspace, colon, last = rest.partition(":")
-    if colon and not last.isdigit():
-        raise LinesError(f"{spec!r}: the last generation after ':' must be a number, not {last!r}")
-    return name, Path(workspace), int(last) if colon else None
+        raise LinesError(f"{spec!r}: a line is NAME=WORKSPACE, NAME=WORKSPACE:LAST or NAME=WORKSPACE:FIRST-LAST")
+    workspace, colon, span = rest.partition(":")
+    if not colon:
+        return name, Path(workspace), None, None
+    first, dash, last = span.rpartition("-") if "-" in span else ("", "", span)
+    if not last.isdigit() or (dash and not first.isdigit()):
+        raise LinesError(f"{spec!r}: the generations after ':' must be LAST or FIRST-LAST, numbers, not {span!r}")
+    if dash and int(first) > int(last):
+        raise LinesError(f"{spec!r}: the first generation {first} comes after the last {last}")
+    return name, Path(workspace), int(first) if dash else None, int(last)
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m flows.lines", description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path, help="the record directory: lines.json and lines.md go there")
-    ap.add_argument("lines", nargs="+", help="NAME=WORKSPACE[:LAST], one per line compared")
+    ap.add_argument("lines", nargs="+", help="NAME=WORKSPACE[:[FIRST-]LAST], one per line compared")
     ap.add_argument("--line", default="go-9", help="the params file's line name under gens/ (default go-9)")
     args = ap.parse_args(argv)
     try:
         table = {}
         for spec in args.lines:
-            name, workspace, last = parse_line(spec)
-            table[name] = generation_rows(workspace, args.line, last)
+            name, workspace, first, last = parse_line(spec)
+            table[name] = generation_rows(workspace, args.line, last, first)
     except (LinesError, LineError) as e:
         ap.exit(2, f"flows.lines: {e}\n")
     args.out.mkdir(parents=True, exist_ok=True)

@@ -70,6 +70,15 @@ def test_the_in_flow_ladders_are_listed_per_generation_and_pooled_per_line(tmp_p
     assert "| q | gnugo-10 | 3 | 10 | 9-0-1 | 95.0% | +512 [" in md
 
 
+def test_a_line_can_start_at_a_later_generation_of_its_workspace(tmp_path):
+    for g in (1, 2, 3, 4):
+        _generation(tmp_path / "z", g, 12, 0.125)
+    assert parse_line(f"z={tmp_path / 'z'}:2-3") == ("z", tmp_path / "z", 2, 3)
+    main([str(tmp_path / "out"), f"z={tmp_path / 'z'}:2-3"])
+    rows = json.loads((tmp_path / "out" / "lines.json").read_text())["z"]
+    assert [r["generation"] for r in rows] == [2, 3] and [r["core_hours"] for r in rows] == [0.125, 0.25]
+
+
 def test_the_games_say_how_many_resigned_and_how_many_were_decided_and_played_out(tmp_path):
     _generation(tmp_path / "a", 1, 12, 0.1, selfplay={"games": 519, "resigned": 476})
     _generation(tmp_path / "b", 1, 12, 0.1, selfplay={"games": 512, "resigned": 0, "decided": 470,
@@ -89,7 +98,10 @@ def test_lines_without_ladders_have_no_pooled_table(tmp_path):
 @pytest.mark.parametrize("spec, error", [
     ("window-24", "NAME=WORKSPACE"),
     ("=/work/arm", "NAME=WORKSPACE"),
-    ("a=/work/arm:last", "must be a number"),
+    ("a=/work/arm:last", "LAST or FIRST-LAST, numbers"),
+    ("a=/work/arm:3-x", "LAST or FIRST-LAST, numbers"),
+    ("a=/work/arm:-3", "LAST or FIRST-LAST, numbers"),
+    ("a=/work/arm:5-3", "first generation 5 comes after the last 3"),
 ])
 def test_a_malformed_line_spec_is_named(spec, error):
     with pytest.raises(LinesError, match=error):
