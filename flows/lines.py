@@ -9,7 +9,8 @@ outside engines (`ladder.every`), each generation's and pooled over the line's g
     python -m flows.lines OUT_DIR window-12=/work/campaign:13 window-24=/work/arm --line go-9
 
 (`:13`: that line's generations up to 13 of its workspace, for a workspace that went on after the
-comparison; `:28-29`: its generations 28 to 29, for an arm started from a generation the workspace passed.) Writes OUT_DIR/lines.json and OUT_DIR/lines.md (one row a generation and line).
+comparison; `:28-29`: its generations 28 to 29, for an arm started from a generation the workspace passed.)
+Writes OUT_DIR/lines.json and OUT_DIR/lines.md (one row a generation and line).
 """
 
 from __future__ import annotations
@@ -108,8 +109,8 @@ def games_text(r: dict) -> str:
 def markdown(table: dict[str, list[dict]]) -> str:
     """The rows as one markdown table, the lines one after the other."""
     md = ["| line | generation | network | window (generations, positions) | training steps | "
-          "gate (logging) | held-out value / policy loss | self-play games (resigned; decided, reversed) | seconds | core-hours from the start | "
-          "in-flow ladder (W-L-D) |",
+          "gate (logging) | held-out value / policy loss | self-play games (resigned; decided, reversed) | seconds | "
+          "core-hours from the start | in-flow ladder (W-L-D) |",
           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, rows in table.items():
         for r in rows:

@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from zero.games.go_kernels import HISTORY_PLANES
 from zero.losses import evaluate, stone_reading
 from zero.network import CheckpointError, load_checkpoint
 from zero.shards import ShardError
@@ -60,7 +59,7 @@ def readout(shards: list[Path], models: dict[str, Path]) -> dict:
         aux = bool(c.aux_heads and window.aux_mask is not None and window.aux_mask.any())
         result = {"checkpoint": str(path), **evaluate(net, window, index, BATCH, device, aux)}
         if aux:
-            result.update(stone_reading(net, window, index, BATCH, device, HISTORY_PLANES))
+            result.update(stone_reading(net, window, index, BATCH, device))
         out["models"][name] = result
     return out
 

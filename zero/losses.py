@@ -13,6 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from zero.games.go_kernels import HISTORY_PLANES
 from zero.train_data import Window
 
 AUX_METRIC_KEYS = ("ownership_loss", "score_loss")  # with network.aux_heads
@@ -168,12 +169,11 @@ def surprise_weights(policy: np.ndarray, value: np.ndarray, a: float, b: float) 
     return (1.0 - a - b) + a * normalised(policy) + b * normalised(value)
 
 
-def stone_reading(net, window: Window, index: np.ndarray, batch_size: int, device: torch.device,
-                  history_planes: int = 8) -> dict:
+def stone_reading(net, window: Window, index: np.ndarray, batch_size: int, device: torch.device) -> dict:
     """How well a Go network's ownership head reads the fate of the stones on the board (eval mode, no symmetry).
 
     Over the window's positions `index` that carry ownership targets: each stone on the board (planes 0 and
-    `history_planes`: the side to move's stones and the opponent's, now) is alive when the game's final
+    HISTORY_PLANES: the side to move's stones and the opponent's, now) is alive when the game's final
     owner of its point is its own colour, else dead (the other colour's, or neither's). Returns the counts
     of dead and live stones and the share of each the head read right (`dead_read`: it did not give the
     point to the stone's colour; `live_read`: it did; None where there are none): a network that does not
@@ -185,10 +185,10 @@ def stone_reading(net, window: Window, index: np.ndarray, batch_size: int, devic
     counts = {"dead": 0, "dead_read": 0, "live": 0, "live_read": 0}
     with _evaluating(net):
         for _, part, inverse, (planes, _, _) in _batches_in_order(window, index, batch_size):
-            own = net.forward_aux(torch.from_numpy(planes).to(device))[2].float().cpu().numpy()
+            own = net.forward_aux(to_tensors(device, planes)[0])[2].float().cpu().numpy()
             target = window.aux_batch(part, inverse)[0]
             mine = planes[:, 0].reshape(len(part), -1) > 0.5
-            theirs = planes[:, history_planes].reshape(len(part), -1) > 0.5
+            theirs = planes[:, HISTORY_PLANES].reshape(len(part), -1) > 0.5
             stone_colour = np.where(mine, 1.0, np.where(theirs, -1.0, 0.0))
             stones = stone_colour != 0
             live = stones & (target == stone_colour)
