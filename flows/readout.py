@@ -2,8 +2,9 @@
 for Go networks with ownership heads, how many of the stones on the board that go on to die it sees dying.
 
 Two lines from one champion (the campaign and an arm) are compared on positions neither trained on: a shard
-played by their common ancestor, or by a third network. Shards of played-out games (`selfplay.decided_visits`)
-carry ownership targets for every position; resigned games carry none and count only in the losses.
+played by their common ancestor, or by a third network, or a ladder's games against an outside engine made a shard
+by `zero sgf shard` (zero.sgf_shard). Shards of played-out games (`selfplay.decided_visits`) carry ownership
+targets for every position; resigned games carry none and count only in the losses.
 
     python -m flows.readout docs/recipes/go-9-decided/d8.npz --model z-683=/work/campaign/gens/go-9/g0030/candidate.pt \
         --model decided-683=/work/arm2/gens/go-9/g0003/candidate.pt --json readout.json

@@ -314,6 +314,27 @@ def cmd_sgf_pack(args) -> int:
     return 0
 
 
+def cmd_sgf_shard(args) -> int:
+    """The positions of SGF collections' Go games as a shard (zero.sgf_shard), for `flows.readout`."""
+    from zero.shards import write_shard
+    from zero.sgf_shard import sgf_shard
+
+    params = params_of(args)
+    if args.opening < 0:
+        raise UsageError(f"--opening {args.opening}: the moves left out cannot be fewer than none")
+    try:
+        shard, summary = sgf_shard(args.collections, params, args.opening)
+    except ValueError as e:
+        if isinstance(e, _user_errors()):
+            raise
+        raise UsageError(str(e)) from None
+    write_shard(args.out, shard)
+    print(f"{args.out}: {summary.positions:,} positions of {summary.games} games after their first {args.opening} "
+          f"moves; {summary.counted} games counted (ownership and score targets), {summary.resigned} resigned, "
+          f"{summary.count_differs} whose result their final board's count does not give (no ownership targets)")
+    return 0
+
+
 def _ladder_player(folder: str) -> str:
     """The one player a ladder directory's ladder pairings were played for."""
     from zero import pairings
@@ -516,12 +537,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="also write the rows as JSON here")
     p.set_defaults(fn=cmd_paired)
 
-    sgf = sub.add_parser("sgf", help="SGF collections: `zero sgf pack DIR`")
+    sgf = sub.add_parser("sgf", help="SGF collections: `zero sgf pack DIR`, `zero sgf shard COLLECTION --out S.npz`")
     sgf_sub = sgf.add_subparsers(dest="sgf_command", required=True)
     p = sgf_sub.add_parser("pack", help="pack every folder of one-game SGF files (<name>-<index>.sgf) and every "
                                         "tar.gz of them under DIR into <name>.sgf.gz collections")
     p.add_argument("dirs", nargs="+", metavar="DIR", help="a ladder or match directory, or any folder above them")
     p.set_defaults(fn=cmd_sgf_pack)
+    p = sgf_sub.add_parser("shard", parents=[common],
+                           help="the positions of SGF collections' Go games as a shard: the move played as each "
+                                "position's policy target, the result as its value, and for games that ended on a "
+                                "counted board their final ownership and score (to read networks on with "
+                                "python -m flows.readout)")
+    p.add_argument("collections", nargs="+", metavar="COLLECTION", help="an SGF file or .sgf.gz collection")
+    p.add_argument("--out", required=True, help="the shard file to write (.npz)")
+    p.add_argument("--opening", type=int, default=2,
+                   help="the first moves of each game, not recorded (the ladder's random stones: 2)")
+    p.set_defaults(fn=cmd_sgf_shard)
 
     p = sub.add_parser("warmup", parents=[common],
                        help="compile the engine's kernels on this machine (numba caches them) for self-play and "
