@@ -9,7 +9,7 @@ import torch
 from flows.readout import ReadoutError, main, readout
 from zero.config import load_params
 from zero.losses import stone_reading
-from zero.network import init_checkpoint, load_checkpoint
+from zero.network import init_checkpoint, load_checkpoint, save_checkpoint
 from zero.selfplay import play_shard
 from zero.shards import read_shard
 from zero.train_data import load_window
@@ -87,3 +87,32 @@ def test_what_cannot_be_read_is_named(played, tmp_path, capsys):
     assert "junk.npz" in capsys.readouterr().err
     assert main([str(played / "out.npz"), "--model", "a"]) == 2
     assert "NAME=CHECKPOINT" in capsys.readouterr().err
+
+
+def test_a_pair_is_set_side_by_side_with_intervals_over_the_games(played, capsys):
+    shard = read_shard(played / "out.npz")
+    net, meta = load_checkpoint(played / "a.pt")
+    with torch.no_grad():  # a network that gives every point to the side to move: it reads no own stone dying
+        net.ownership_conv.weight.zero_()
+        net.ownership_conv.bias.fill_(5.0)
+    save_checkpoint(net, played / "mine.pt", meta, checksum=True)
+    models = {"a": played / "a.pt", "b": played / "b.pt", "mine": played / "mine.pt"}
+    got = readout([played / "out.npz"], models, [("a", "b"), ("a", "a"), ("mine", "a")])
+    assert got["games"] == len(shard.length) > 1
+    m = got["models"]
+    ab, aa, mine = got["pairs"]
+    # the point estimates are the differences of the whole readout's figures
+    assert ab["value_loss"]["difference"] == pytest.approx(m["a"]["value_loss"] - m["b"]["value_loss"], abs=1e-5)
+    assert ab["value_loss"]["low"] <= ab["value_loss"]["difference"] <= ab["value_loss"]["high"]
+    assert ab["value_loss"]["low"] < ab["value_loss"]["high"]
+    assert mine["dead_read"]["difference"] == pytest.approx(m["mine"]["dead_read"] - m["a"]["dead_read"])
+    # a network against itself differs by nothing, in every draw of the games
+    assert aa["value_loss"] == {"difference": 0.0, "low": 0.0, "high": 0.0}
+    assert aa["dead_read"] == {"difference": 0.0, "low": 0.0, "high": 0.0}
+    assert main([str(played / "out.npz"), "--model", f"a={played / 'a.pt'}", "--model", f"b={played / 'b.pt'}",
+                 "--pair", "a:b"]) == 0
+    assert "| a - b | " in capsys.readouterr().out
+    with pytest.raises(ReadoutError, match="--pair a:c: no --model named 'c'"):
+        readout([played / "out.npz"], {"a": played / "a.pt"}, [("a", "c")])
+    assert main([str(played / "out.npz"), "--model", f"a={played / 'a.pt'}", "--pair", "a"]) == 2
+    assert "expected A:B" in capsys.readouterr().err

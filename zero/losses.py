@@ -169,35 +169,60 @@ def surprise_weights(policy: np.ndarray, value: np.ndarray, a: float, b: float) 
     return (1.0 - a - b) + a * normalised(policy) + b * normalised(value)
 
 
-def stone_reading(net, window: Window, index: np.ndarray, batch_size: int, device: torch.device) -> dict:
-    """How well a Go network's ownership head reads the fate of the stones on the board (eval mode, no symmetry).
+def positions_read(net, window: Window, index: np.ndarray, batch_size: int, device: torch.device,
+                   use_aux: bool = True) -> dict:
+    """What a Go network reads of each of the window's positions `index` (eval mode, no symmetry), for the fate
+    of its stones and its outcome: [len(index)] arrays `value` (the value head's output) and, where the position
+    carries ownership targets (zeros elsewhere, `aux` False; all zeros without `use_aux`, for a network
+    without the ownership head), `dead`, `dead_read`, `live`, `live_read`.
 
-    Over the window's positions `index` that carry ownership targets: each stone on the board (planes 0 and
-    HISTORY_PLANES: the side to move's stones and the opponent's, now) is alive when the game's final
-    owner of its point is its own colour, else dead (the other colour's, or neither's). Returns the counts
-    of dead and live stones and the share of each the head read right (`dead_read`: it did not give the
-    point to the stone's colour; `live_read`: it did; None where there are none): a network that does not
-    see a group die says it lives.
+    Each stone on the board (planes 0 and HISTORY_PLANES: the side to move's stones and the opponent's, now) is
+    alive when the game's final owner of its point is its own colour, else dead (the other colour's, or
+    neither's); the head read a dead stone right when it did not give the point to the stone's colour, a live
+    one when it did: a network that does not see a group die says it lives.
     """
-    if window.aux_mask is None:
-        raise ValueError("stone reading needs ownership targets: these shards carry none (resigned games only)")
-    index = index[window.aux_mask[index]]
-    counts = {"dead": 0, "dead_read": 0, "live": 0, "live_read": 0}
+    out = {"value": np.zeros(len(index), np.float32), "aux": np.zeros(len(index), np.bool_),
+           **{k: np.zeros(len(index), np.int32) for k in ("dead", "dead_read", "live", "live_read")}}
+    has_aux = use_aux and window.aux_mask is not None
     with _evaluating(net):
-        for _, part, inverse, (planes, _, _) in _batches_in_order(window, index, batch_size):
-            own = net.forward_aux(to_tensors(device, planes)[0])[2].float().cpu().numpy()
-            target = window.aux_batch(part, inverse)[0]
+        for start, part, inverse, (planes, _, _) in _batches_in_order(window, index, batch_size):
+            at = slice(start, start + len(part))
+            x = to_tensors(device, planes)[0]
+            heads = net.forward_aux(x) if has_aux else net(x)
+            out["value"][at] = heads[1].float().cpu().numpy().reshape(-1)
+            if not has_aux:
+                continue
+            own = heads[2].float().cpu().numpy()
+            target, _, mask = window.aux_batch(part, inverse)
             mine = planes[:, 0].reshape(len(part), -1) > 0.5
             theirs = planes[:, HISTORY_PLANES].reshape(len(part), -1) > 0.5
             stone_colour = np.where(mine, 1.0, np.where(theirs, -1.0, 0.0))
             stones = stone_colour != 0
-            live = stones & (target == stone_colour)
-            dead = stones & ~live
+            live = stones & (target == stone_colour) & mask[:, None]
+            dead = stones & ~live & mask[:, None]
             says_live = own * stone_colour > 0
-            counts["dead"] += int(dead.sum())
-            counts["dead_read"] += int((dead & ~says_live).sum())
-            counts["live"] += int(live.sum())
-            counts["live_read"] += int((live & says_live).sum())
-    return {"positions": int(len(index)), "dead_stones": counts["dead"], "live_stones": counts["live"],
-            "dead_read": counts["dead_read"] / counts["dead"] if counts["dead"] else None,
-            "live_read": counts["live_read"] / counts["live"] if counts["live"] else None}
+            out["aux"][at] = mask
+            for key, count in (("dead", dead), ("dead_read", dead & ~says_live), ("live", live),
+                               ("live_read", live & says_live)):
+                out[key][at] = count.sum(axis=1)
+    return out
+
+
+def stone_reading(net, window: Window, index: np.ndarray, batch_size: int, device: torch.device) -> dict:
+    """How well a Go network's ownership head reads the fate of the stones on the board (`positions_read`),
+    over the window's positions `index` that carry ownership targets: the counts of dead and live stones and
+    the share of each the head read right (`dead_read`, `live_read`; None where there are none).
+    """
+    if window.aux_mask is None:
+        raise ValueError("stone reading needs ownership targets: these shards carry none (resigned games only)")
+    read = positions_read(net, window, index, batch_size, device)
+    return reading_shares(read)
+
+
+def reading_shares(read: dict) -> dict:
+    """`positions_read`'s arrays summed: positions with ownership targets, dead and live stones, and the share
+    of each read right (None where there are none)."""
+    dead, live = int(read["dead"].sum()), int(read["live"].sum())
+    return {"positions": int(read["aux"].sum()), "dead_stones": dead, "live_stones": live,
+            "dead_read": int(read["dead_read"].sum()) / dead if dead else None,
+            "live_read": int(read["live_read"].sum()) / live if live else None}
