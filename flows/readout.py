@@ -57,7 +57,7 @@ def readout(shards: list[Path], models: dict[str, Path], pairs: list[tuple[str, 
            "positions_with_ownership": int(window.aux_mask.sum()) if window.aux_mask is not None else 0,
            "models": {}}
     device = torch.device("cpu")
-    games = _games(window)
+    games = _games(window) if pairs else None
     per_game = {}
     for name, path in models.items():
         try:
@@ -75,9 +75,10 @@ def readout(shards: list[Path], models: dict[str, Path], pairs: list[tuple[str, 
         if aux:
             result.update(reading_shares(read))
         out["models"][name] = result
-        error = (window.value.astype(np.float64) - read["value"]) ** 2
-        per_game[name] = {"value_se": np.bincount(games, error), "dead": np.bincount(games, read["dead"]),
-                          "dead_read": np.bincount(games, read["dead_read"]), "aux": aux}
+        if pairs:
+            error = (window.value.astype(np.float64) - read["value"]) ** 2
+            per_game[name] = {"value_se": np.bincount(games, error), "dead": np.bincount(games, read["dead"]),
+                              "dead_read": np.bincount(games, read["dead_read"]), "aux": aux}
     if pairs:
         out["games"] = int(games.max()) + 1
         out["pairs"] = [paired(a, b, per_game[a], per_game[b], np.bincount(games)) for a, b in pairs]

@@ -19,7 +19,7 @@ A game that is not Go on that board, has no result, or holds an illegal move is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +39,6 @@ class SgfShardSummary:
     counted: int = 0  # games with ownership and score targets
     resigned: int = 0  # games ended by resignation (or a result without a margin)
     count_differs: int = 0  # counted results that the final board's Tromp-Taylor count does not give
-    sources: list[str] = field(default_factory=list)
 
 
 def _result(record: SgfGame, name: str) -> tuple[int, float | None]:
@@ -77,7 +76,7 @@ def game_positions(record: SgfGame, name: str, params, opening: int) -> dict:
     side = np.array(to_play, np.int8)
     aux, ended = None, "resigned"
     if margin is not None:
-        own, score = ownership_and_score(position.board, komi)
+        _, score = ownership_and_score(position.board, komi)
         if result == int(np.sign(score)) and abs(abs(score) - margin) < 1e-6:
             aux, ended = aux_targets(position.board, komi, side), "counted"
         else:
@@ -95,9 +94,7 @@ def sgf_shard(collections: list[str | Path], params, opening: int = 2) -> tuple[
     summary = SgfShardSummary()
     games = []
     for path in collections:
-        records = read_collection(path)
-        summary.sources.append(f"{path}: {len(records)} games")
-        for i, record in enumerate(records, start=1):
+        for i, record in enumerate(read_collection(path), start=1):
             games.append(game_positions(record, f"{Path(path).name}#{i}", params, opening))
     if not games:
         raise ValueError("no games in " + ", ".join(str(p) for p in collections))
