@@ -142,7 +142,7 @@ def parse_line(spec: str) -> tuple[str, Path, int | None, int | None]:
     workspace, colon, span = rest.partition(":")
     if not colon:
         return name, Path(workspace), None, None
-    first, dash, last = span.rpartition("-") if "-" in span else ("", "", span)
+    first, dash, last = span.rpartition("-")
     if not last.isdigit() or (dash and not first.isdigit()):
         raise LinesError(f"{spec!r}: the generations after ':' must be LAST or FIRST-LAST, numbers, not {span!r}")
     if dash and int(first) > int(last):

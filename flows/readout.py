@@ -98,10 +98,9 @@ def paired(a: str, b: str, ga: dict, gb: dict, positions: np.ndarray, seed: int 
     the games with replacement (the 2.5th and 97.5th percentiles: the 95% interval)."""
     draws = np.random.default_rng(seed).integers(0, len(positions), (RESAMPLES, len(positions)))
     weights = np.stack([np.bincount(d, minlength=len(positions)) for d in draws]).astype(np.float64)
-    whole = np.ones((1, len(positions)))
 
     def diff(num_a, num_b, den) -> dict:
-        point = float((whole @ (num_a - num_b) / (whole @ den))[0])
+        point = float((num_a - num_b).sum() / den.sum())
         spread = weights @ (num_a - num_b) / np.maximum(weights @ den, 1)
         low, high = np.percentile(spread, [2.5, 97.5])
         return {"difference": point, "low": float(low), "high": float(high)}
