@@ -8,7 +8,7 @@ import torch
 
 from flows.readout import ReadoutError, main, readout
 from zero.config import load_params
-from zero.losses import stone_reading
+from zero.losses import evaluate, stone_reading
 from zero.network import init_checkpoint, load_checkpoint, save_checkpoint
 from zero.selfplay import play_shard
 from zero.shards import read_shard
@@ -116,3 +116,44 @@ def test_a_pair_is_set_side_by_side_with_intervals_over_the_games(played, capsys
         readout([played / "out.npz"], {"a": played / "a.pt"}, [("a", "c")])
     assert main([str(played / "out.npz"), "--model", f"a={played / 'a.pt'}", "--pair", "a"]) == 2
     assert "expected A:B" in capsys.readouterr().err
+
+
+def test_one_pass_gives_the_held_out_losses_of_training(played):
+    """The readout's losses are zero.losses.evaluate's on the same positions (its one pass replaces that one)."""
+    window = load_window([played / "out.npz"], 10_000)
+    net, _ = load_checkpoint(played / "a.pt")
+    want = evaluate(net, window, np.arange(len(window)), 5, torch.device("cpu"), True)
+    got = readout([played / "out.npz"], {"a": played / "a.pt"})["models"]["a"]
+    for key in ("policy_loss", "value_loss", "value_std", "ownership_loss", "score_loss"):
+        assert got[key] == pytest.approx(want[key], rel=1e-5), key
+
+
+def test_positions_fall_in_bands_of_stones_on_the_board(played, capsys):
+    shard = read_shard(played / "out.npz")
+    stones = (_stones(shard) != 0).sum(axis=1)
+    assert stones.min() < 6 <= stones.max()  # both bands hold positions
+    got = readout([played / "out.npz"], {"a": played / "a.pt", "b": played / "b.pt"}, [("a", "b")], cuts=[6])
+    assert got["stone_bands"] == ["0-5", "6+"]
+    a = got["models"]["a"]
+    early, late = a["by_stones"]
+    assert (early["positions"], late["positions"]) == ((stones < 6).sum(), (stones >= 6).sum())
+    assert early["dead_stones"] + late["dead_stones"] == a["dead_stones"]
+    # a band's losses are the means over its own positions: the whole is their weighted mean
+    assert (early["value_loss"] * early["positions"] + late["value_loss"] * late["positions"]) / a["positions"] \
+        == pytest.approx(a["value_loss"], rel=1e-6)
+    b = got["models"]["b"]
+    row = got["pairs"][0]
+    assert [band["stones"] for band in row["by_stones"]] == ["0-5", "6+"]
+    for band, mine, theirs in zip(row["by_stones"], a["by_stones"], b["by_stones"]):
+        assert band["positions"] == mine["positions"]
+        assert band["value_loss"]["difference"] == pytest.approx(mine["value_loss"] - theirs["value_loss"], abs=1e-5)
+        assert band["value_loss"]["low"] <= band["value_loss"]["difference"] <= band["value_loss"]["high"]
+    # 9x9's default: a quarter and half of the board
+    assert readout([played / "out.npz"], {"a": played / "a.pt"})["stone_bands"] == ["0-5", "6-11", "12+"]
+    assert main([str(played / "out.npz"), "--model", f"a={played / 'a.pt'}", "--model", f"b={played / 'b.pt'}",
+                 "--pair", "a:b", "--stones", "6"]) == 0
+    out = capsys.readouterr().out
+    assert "| a | 6+ | " in out and "| a - b | 0-5 | " in out
+    for bad in ("6,x", "6,3", "0"):
+        assert main([str(played / "out.npz"), "--model", f"a={played / 'a.pt'}", "--stones", bad]) == 2
+        assert "--stones" in capsys.readouterr().err

@@ -35,11 +35,17 @@ def aux_losses(ownership: torch.Tensor, score: torch.Tensor, own_target: torch.T
     """
     m = mask.to(ownership.dtype)
     count = m.sum().clamp(min=1)
+    own_ce, huber = aux_losses_each(ownership, score, own_target, score_target)
+    return (own_ce * m).sum() / count, (huber * m).sum() / count
+
+
+def aux_losses_each(ownership: torch.Tensor, score: torch.Tensor, own_target: torch.Tensor,
+                    score_target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`aux_losses` of each position: ([B] ownership cross-entropy averaged over the points, [B] score Huber loss)."""
     p = ((1 + ownership) / 2).clamp(1e-6, 1 - 1e-6)
     t = (1 + own_target) / 2
     own_ce = -(t * torch.log(p) + (1 - t) * torch.log1p(-p)).mean(dim=1)
-    huber = F.huber_loss(score, score_target, reduction="none", delta=SCORE_HUBER_DELTA)
-    return (own_ce * m).sum() / count, (huber * m).sum() / count
+    return own_ce, F.huber_loss(score, score_target, reduction="none", delta=SCORE_HUBER_DELTA)
 
 
 def bf16_autocast(device: torch.device, on: bool):
@@ -171,31 +177,42 @@ def surprise_weights(policy: np.ndarray, value: np.ndarray, a: float, b: float) 
 
 def positions_read(net, window: Window, index: np.ndarray, batch_size: int, device: torch.device,
                    use_aux: bool = True) -> dict:
-    """What a Go network reads of each of the window's positions `index` (eval mode, no symmetry), for the fate
-    of its stones and its outcome: [len(index)] arrays `value` (the value head's output) and, where the position
-    carries ownership targets (zeros elsewhere, `aux` False; all zeros without `use_aux`, for a network
-    without the ownership head), `dead`, `dead_read`, `live`, `live_read`.
+    """What a Go network reads of each of the window's positions `index` (eval mode, float32, no symmetry), in one
+    pass: [len(index)] arrays `value` (the value head's output), `stones` (stones on the board), the losses
+    `policy_loss` and `value_loss` (as `evaluate` takes them) and, where the position carries ownership targets
+    (`aux`; zeros elsewhere, and everywhere without `use_aux`, for a network without the ownership head),
+    `ownership_loss`, `score_loss`, and the fate of its stones: `dead`, `dead_read`, `live`, `live_read`.
 
     Each stone on the board (planes 0 and HISTORY_PLANES: the side to move's stones and the opponent's, now) is
     alive when the game's final owner of its point is its own colour, else dead (the other colour's, or
     neither's); the head read a dead stone right when it did not give the point to the stone's colour, a live
     one when it did: a network that does not see a group die says it lives.
     """
-    out = {"value": np.zeros(len(index), np.float32), "aux": np.zeros(len(index), np.bool_),
-           **{k: np.zeros(len(index), np.int32) for k in ("dead", "dead_read", "live", "live_read")}}
+    n = len(index)
+    out = {"aux": np.zeros(n, np.bool_), "stones": np.zeros(n, np.int32),
+           **{k: np.zeros(n, np.float32) for k in ("value", "policy_loss", "value_loss", *AUX_METRIC_KEYS)},
+           **{k: np.zeros(n, np.int32) for k in ("dead", "dead_read", "live", "live_read")}}
     has_aux = use_aux and window.aux_mask is not None
     with _evaluating(net):
-        for start, part, inverse, (planes, _, _) in _batches_in_order(window, index, batch_size):
+        for start, part, inverse, (planes, pi, z) in _batches_in_order(window, index, batch_size):
             at = slice(start, start + len(part))
-            x = to_tensors(device, planes)[0]
+            x, pi_t = to_tensors(device, planes, pi)
             heads = net.forward_aux(x) if has_aux else net(x)
-            out["value"][at] = heads[1].float().cpu().numpy().reshape(-1)
+            value = heads[1].float().cpu().numpy().reshape(-1)
+            out["value"][at] = value
+            out["value_loss"][at] = (z.reshape(-1) - value) ** 2
+            out["policy_loss"][at] = -(pi_t * F.log_softmax(heads[0].float(), dim=1)).sum(dim=1).cpu().numpy()
+            mine = planes[:, 0].reshape(len(part), -1) > 0.5
+            theirs = planes[:, _opponent_plane(planes.shape[1])].reshape(len(part), -1) > 0.5
+            out["stones"][at] = (mine | theirs).sum(axis=1)
             if not has_aux:
                 continue
+            target, score_target, mask = window.aux_batch(part, inverse)
+            own_loss, score_loss = aux_losses_each(heads[2].float(), heads[3].float(),
+                                                   *to_tensors(device, target, score_target))
+            out["ownership_loss"][at] = np.where(mask, own_loss.cpu().numpy(), 0)
+            out["score_loss"][at] = np.where(mask, score_loss.cpu().numpy(), 0)
             own = heads[2].float().cpu().numpy()
-            target, _, mask = window.aux_batch(part, inverse)
-            mine = planes[:, 0].reshape(len(part), -1) > 0.5
-            theirs = planes[:, HISTORY_PLANES].reshape(len(part), -1) > 0.5
             stone_colour = np.where(mine, 1.0, np.where(theirs, -1.0, 0.0))
             stones = stone_colour != 0
             live = stones & (target == stone_colour) & mask[:, None]
@@ -206,6 +223,12 @@ def positions_read(net, window: Window, index: np.ndarray, batch_size: int, devi
                                ("live_read", live & says_live)):
                 out[key][at] = count.sum(axis=1)
     return out
+
+
+def _opponent_plane(planes: int) -> int:
+    """The input plane of the opponent's stones now: Go's after the side to move's history (17 planes or more),
+    Gomoku's second (4 planes)."""
+    return HISTORY_PLANES if planes > 2 * HISTORY_PLANES else 1
 
 
 def stone_reading(net, window: Window, index: np.ndarray, batch_size: int, device: torch.device) -> dict:
