@@ -6,8 +6,9 @@ played by their common ancestor, or by a third network, or a ladder's games agai
 by `zero sgf shard` (zero.sgf_shard). Shards of played-out games (`selfplay.decided_visits`) carry ownership
 targets for every position; resigned games carry none and count only in the losses.
 
-    python -m flows.readout docs/recipes/go-9-decided/positions-g680.npz --model z-683=CAMPAIGN/gens/go-9/g0030/candidate.pt \
-        --model decided-683=ARM/gens/go-9/g0003/candidate.pt --pair decided-683:z-683 --json readout.json
+    python -m flows.readout docs/recipes/go-9-decided/positions-g680.npz \
+        --model z-683=CAMPAIGN/gens/go-9/g0030/candidate.pt --model decided-683=ARM/gens/go-9/g0003/candidate.pt \
+        --pair decided-683:z-683 --json readout.json
 
 Per network, in one pass over the positions (eval mode, float32, no symmetries; `zero.losses.positions_read`): the
 policy, value, ownership and score losses (as `zero.losses.evaluate` takes the held-out losses of training) and
@@ -193,7 +194,8 @@ def table(result: dict) -> str:
                   f"{loss(r, 'score_loss')} | {share(r, 'dead_read', 'dead_stones')} | "
                   f"{share(r, 'live_read', 'live_stones')} |")
     md += ["", "By stones on the board:", "",
-           "| network | stones | positions | policy loss | value loss | dead stones read |", "|---|---|---|---|---|---|"]
+           "| network | stones | positions | policy loss | value loss | dead stones read |",
+           "|---|---|---|---|---|---|"]
     for name, r in result["models"].items():
         for band in r["by_stones"]:
             md.append(f"| {name} | {band['stones']} | {band['positions']:,} | {loss(band, 'policy_loss')} | "
@@ -205,12 +207,12 @@ def table(result: dict) -> str:
         for row in result["pairs"]:
             for band in [{"stones": "all", **row}, *row["by_stones"]]:
                 md.append(f"| {row['a']} - {row['b']} | {band['stones']} | {band['positions']:,} | "
-                          f"{_difference(band['value_loss'], '{:+.4f}')} | "
-                          f"{_difference(band.get('dead_read'), '{:+.1f}', 100, ' points')} |")
+                          f"{difference_text(band['value_loss'], '{:+.4f}')} | "
+                          f"{difference_text(band.get('dead_read'), '{:+.1f}', 100, ' points')} |")
     return "\n".join(md) + "\n"
 
 
-def _difference(d: dict | None, form: str, scale: float = 1, unit: str = "") -> str:
+def difference_text(d: dict | None, form: str, scale: float = 1, unit: str = "") -> str:
     if not d:
         return ""
     low, high = (form.format(d[k] * scale) for k in ("low", "high"))
