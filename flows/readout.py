@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from zero.cli_args import progress_for
 from zero.losses import AUX_METRIC_KEYS, positions_read, reading_shares
 from zero.network import CheckpointError, load_checkpoint
 from zero.shards import ShardError
@@ -77,7 +78,9 @@ def readout(shards: list[Path], models: dict[str, Path], pairs: list[tuple[str, 
                                f"not read these shards' positions ({window.plane_shape[0]} planes on "
                                f"{window.plane_shape[1]}x{window.plane_shape[2]})")
         aux = bool(c.aux_heads and window.aux_mask is not None and window.aux_mask.any())
-        read = positions_read(net, window, index, BATCH, device, use_aux=aux)
+        report, tick = progress_for(-(-len(window) // BATCH), f"readout {name}", unit="batches")
+        with report:
+            read = positions_read(net, window, index, BATCH, device, use_aux=aux, progress=tick)
         result = {"checkpoint": str(path), **summary(read, aux)}
         result["by_stones"] = [{"stones": label, **summary(_masked(read, (read["stones"] >= low)
                                                                    & (read["stones"] < high)), aux)}

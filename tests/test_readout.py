@@ -68,7 +68,11 @@ def test_networks_are_read_on_the_same_positions(played, capsys):
     a, b = result["models"]["a"], result["models"]["b"]
     assert a["dead_stones"] == b["dead_stones"] and a["live_stones"] == b["live_stones"]
     assert a["value_loss"] != b["value_loss"]  # two networks, one set of positions
-    assert "| a | " in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "| a | " in printed.out
+    # each network's pass says how far it is (lines on stderr where it is no terminal)
+    batches = -(-len(shard.value) // 256)
+    assert f"readout a: {batches}/{batches} batches (100%)" in printed.err and "readout b: " in printed.err
     # a shard without ownership targets: the losses only
     only = readout([played / "resigned.npz"], {"a": played / "a.pt"})
     assert only["positions_with_ownership"] == 0 and "dead_read" not in only["models"]["a"]

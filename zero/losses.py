@@ -176,7 +176,7 @@ def surprise_weights(policy: np.ndarray, value: np.ndarray, a: float, b: float) 
 
 
 def positions_read(net, window: Window, index: np.ndarray, batch_size: int, device: torch.device,
-                   use_aux: bool = True) -> dict:
+                   use_aux: bool = True, progress=None) -> dict:
     """What a Go network reads of each of the window's positions `index` (eval mode, float32, no symmetry), in one
     pass: [len(index)] arrays `value` (the value head's output), `stones` (stones on the board), the losses
     `policy_loss` and `value_loss` (as `evaluate` takes them) and, where the position carries ownership targets
@@ -186,7 +186,8 @@ def positions_read(net, window: Window, index: np.ndarray, batch_size: int, devi
     Each stone on the board (planes 0 and HISTORY_PLANES: the side to move's stones and the opponent's, now) is
     alive when the game's final owner of its point is its own colour, else dead (the other colour's, or
     neither's); the head read a dead stone right when it did not give the point to the stone's colour, a live
-    one when it did: a network that does not see a group die says it lives.
+    one when it did: a network that does not see a group die says it lives. `progress()` is called after each
+    batch.
     """
     n = len(index)
     out = {"aux": np.zeros(n, np.bool_), "stones": np.zeros(n, np.int32),
@@ -205,24 +206,32 @@ def positions_read(net, window: Window, index: np.ndarray, batch_size: int, devi
             mine = planes[:, 0].reshape(len(part), -1) > 0.5
             theirs = planes[:, _opponent_plane(planes.shape[1])].reshape(len(part), -1) > 0.5
             out["stones"][at] = (mine | theirs).sum(axis=1)
-            if not has_aux:
-                continue
-            target, score_target, mask = window.aux_batch(part, inverse)
-            own_loss, score_loss = aux_losses_each(heads[2].float(), heads[3].float(),
-                                                   *to_tensors(device, target, score_target))
-            out["ownership_loss"][at] = np.where(mask, own_loss.cpu().numpy(), 0)
-            out["score_loss"][at] = np.where(mask, score_loss.cpu().numpy(), 0)
-            own = heads[2].float().cpu().numpy()
-            stone_colour = np.where(mine, 1.0, np.where(theirs, -1.0, 0.0))
-            stones = stone_colour != 0
-            live = stones & (target == stone_colour) & mask[:, None]
-            dead = stones & ~live & mask[:, None]
-            says_live = own * stone_colour > 0
-            out["aux"][at] = mask
-            for key, count in (("dead", dead), ("dead_read", dead & ~says_live), ("live", live),
-                               ("live_read", live & says_live)):
-                out[key][at] = count.sum(axis=1)
+            if has_aux:
+                _read_stones(out, at, window, part, inverse, heads, mine, theirs, device)
+            if progress is not None:
+                progress()
     return out
+
+
+def _read_stones(out: dict, at: slice, window: Window, part: np.ndarray, inverse: np.ndarray, heads,
+                 mine: np.ndarray, theirs: np.ndarray, device: torch.device) -> None:
+    """`positions_read`'s ownership and score losses and stone counts of one batch (its positions `part`, the
+    network's `heads`, the stones `mine` and `theirs` [B, H*W]), into `out` at `at`."""
+    target, score_target, mask = window.aux_batch(part, inverse)
+    own_loss, score_loss = aux_losses_each(heads[2].float(), heads[3].float(),
+                                           *to_tensors(device, target, score_target))
+    out["ownership_loss"][at] = np.where(mask, own_loss.cpu().numpy(), 0)
+    out["score_loss"][at] = np.where(mask, score_loss.cpu().numpy(), 0)
+    own = heads[2].float().cpu().numpy()
+    stone_colour = np.where(mine, 1.0, np.where(theirs, -1.0, 0.0))
+    stones = stone_colour != 0
+    live = stones & (target == stone_colour) & mask[:, None]
+    dead = stones & ~live & mask[:, None]
+    says_live = own * stone_colour > 0
+    out["aux"][at] = mask
+    for key, count in (("dead", dead), ("dead_read", dead & ~says_live), ("live", live),
+                       ("live_read", live & says_live)):
+        out[key][at] = count.sum(axis=1)
 
 
 def _opponent_plane(planes: int) -> int:
