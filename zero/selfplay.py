@@ -21,7 +21,7 @@ from zero.evaluator import NetworkEvaluator
 from zero.games import Game, make_game
 from zero.gumbel import search_player
 from zero.network import load_checkpoint, pick_device, search_network, set_threads
-from zero.shards import SHARD_FORMAT, Shard, shard_summary, write_shard
+from zero.shards import SHARD_FORMAT, Shard, padded_moves, shard_summary, write_shard
 
 
 def play_games(game: Game, evaluator, selfplay: SelfPlayConfig, search: SearchConfig, num_games: int, seed: int,
@@ -61,19 +61,16 @@ def records_to_shard(records: list[GameRecord], game: Game, params, seed: int, a
         root_value.extend(rec.root_values)
         value.extend(rec.result * p for p in rec.to_play)
         game_index.extend([g] * len(rec.planes))
-    width = max([len(r.moves) for r in records] + [1])
-    moves = np.full((len(records), width), -1, np.int16)
-    for g, rec in enumerate(records):
-        moves[g, : len(rec.moves)] = rec.moves
     nbytes = (game.num_planes * game.height * game.width + 7) // 8
     targets = {}
     if aux:
-        from zero.targets import aux_targets, no_aux_targets
+        from zero.targets import aux_targets, no_aux_targets, stack_aux_targets
 
-        parts = [aux_targets(r.final_board, game.komi, np.array(r.to_play)) if r.final_board is not None
-                 else no_aux_targets(len(r.to_play), game.height * game.width) for r in records]
-        targets = {name: np.concatenate([p[i] for p in parts]) if parts else None
-                   for i, name in enumerate(("ownership", "score", "aux_mask"))}
+        if records:
+            targets = stack_aux_targets([aux_targets(r.final_board, game.komi, np.array(r.to_play))
+                                         if r.final_board is not None
+                                         else no_aux_targets(len(r.to_play), game.height * game.width)
+                                         for r in records])
     if params.selfplay.decided_visits:
         targets["decided_at"] = np.array([r.decided_at for r in records], np.int16)
     if params.selfplay.root_values:
@@ -86,7 +83,7 @@ def records_to_shard(records: list[GameRecord], game: Game, params, seed: int, a
         policy=np.array(policy, np.float16).reshape(-1, game.num_actions),
         value=np.array(value, np.int8),
         game_index=np.array(game_index, np.int32),
-        moves=moves,
+        moves=padded_moves([r.moves for r in records]),
         length=np.array([len(r.moves) for r in records], np.int32),
         seed=np.array([r.seed for r in records], np.int64),
         result=np.array([r.result for r in records], np.int8),

@@ -26,8 +26,8 @@ import numpy as np
 
 from zero.games.go import GoPosition, ownership_and_score
 from zero.sgf import SgfGame, read_collection
-from zero.shards import SHARD_FORMAT, Shard, pack_planes
-from zero.targets import aux_targets, no_aux_targets
+from zero.shards import SHARD_FORMAT, Shard, pack_planes, padded_moves
+from zero.targets import aux_targets, no_aux_targets, stack_aux_targets
 
 
 @dataclass
@@ -114,27 +114,21 @@ def sgf_shard(collections: list[str | Path], params, opening: int = 2) -> tuple[
         summary.count_differs += game["ended"] == "count_differs"
     if not planes:
         raise ValueError(f"the {len(games)} games hold no positions after their first {opening} moves")
-    parts = [game["aux"] or no_aux_targets(len(game["actions"]), points) for game in games]
-    width = max(len(game["moves"]) for game in games)
-    moves = np.full((len(games), width), -1, np.int16)
-    for n, game in enumerate(games):
-        moves[n, : len(game["moves"])] = game["moves"]
+    targets = stack_aux_targets([game["aux"] or no_aux_targets(len(game["actions"]), points) for game in games])
     stacked = np.stack(planes)
     shard = Shard(
+        **targets,
         planes=pack_planes(stacked),
         policy=np.concatenate(policy),
         value=np.concatenate(value).astype(np.int8),
         game_index=np.array(index, np.int32),
-        moves=moves,
+        moves=padded_moves([game["moves"] for game in games]),
         length=np.array([len(game["moves"]) for game in games], np.int32),
         seed=np.zeros(len(games), np.int64),
         result=np.array([game["result"] for game in games], np.int8),
         resigned=np.array([game["ended"] == "resigned" for game in games], np.bool_),
         no_resign=np.zeros(len(games), np.bool_),
         resign_value=np.zeros((len(games), 2), np.float32),
-        ownership=np.concatenate([p[0] for p in parts]),
-        score=np.concatenate([p[1] for p in parts]),
-        aux_mask=np.concatenate([p[2] for p in parts]),
         header={
             "format": SHARD_FORMAT,
             "game": g.tag,

@@ -102,6 +102,14 @@ def pack_planes(planes: np.ndarray) -> np.ndarray:
     return np.packbits(flat, axis=1)
 
 
+def padded_moves(games: list[list[int]]) -> np.ndarray:
+    """Each game's actions as a shard's `moves`: [G, the longest game's moves] int16, -1 after a game's end."""
+    moves = np.full((len(games), max([len(m) for m in games] + [1])), -1, np.int16)
+    for g, actions in enumerate(games):
+        moves[g, : len(actions)] = actions
+    return moves
+
+
 def _npy_bytes(arr: np.ndarray) -> bytes:
     buf = io.BytesIO()
     np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)

@@ -38,3 +38,10 @@ def no_aux_targets(positions: int, points: int) -> tuple[np.ndarray, np.ndarray,
     """Placeholders for the positions of a game without a final count (resigned): zeros, mask False."""
     return (np.zeros((positions, points), np.int8), np.zeros(positions, np.float32),
             np.zeros(positions, np.bool_))
+
+
+def stack_aux_targets(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Games' targets (`aux_targets` or `no_aux_targets`, in game order) as a shard's arrays: ownership, score and
+    aux_mask over all their positions."""
+    return {name: np.concatenate([part[i] for part in parts]) for i, name in enumerate(("ownership", "score",
+                                                                                         "aux_mask"))}
