@@ -17,7 +17,8 @@ the stones' reading, over all the positions and in bands of stones on the board 
 `--pair A:B` (repeatable) sets two of the networks side by side: the difference A - B in value loss and in the
 share of dying stones read, over all positions and in each band, each with a 95% interval from resampling the
 games (positions of one game are not independent draws, so the games are the unit): a difference whose interval
-holds 0 is one the positions cannot tell from none.
+holds 0 is one the positions cannot tell from none. The pairs of many generations, side by side with their mean
+over the pairs: `python -m flows.readout_series`.
 """
 
 from __future__ import annotations
