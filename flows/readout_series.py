@@ -96,9 +96,8 @@ def markdown(result: dict) -> str:
                 cells += ["", ""]
                 continue
             form = "{:+.1f}" if scale > 1 else "{:+.4f}"
-            mean = form.format(s["mean"] * scale) + unit
-            if s["low"] is not None:
-                mean += f" [{form.format(s['low'] * scale)}, {form.format(s['high'] * scale)}]"
+            mean = (form.format(s["mean"] * scale) + unit if s["low"] is None else
+                    difference_text({"difference": s["mean"], "low": s["low"], "high": s["high"]}, form, scale, unit))
             counts = (s["below"], s["above"]) if key == "value_loss" else (s["above"], s["below"])
             cells += [mean, f"{counts[0]} / {counts[1]} of {s['pairs']}"]
         md.append(f"| {band} | " + " | ".join(cells) + " |")

@@ -63,11 +63,11 @@ def step_losses(net, x, pi, z, aux, device, amp: bool) -> dict:
     """
     with bf16_autocast(device, amp):
         out = net.forward_aux(x) if aux is not None else net(x)
-    logits, v = out[0].float(), out[1].float()
-    log_p = F.log_softmax(logits, dim=1)
+    v = out[1].float()
+    policy_loss, value_loss, log_p = policy_value_losses_each(out[0].float(), v, pi, z)
     losses = {
-        "policy_loss": -(pi * log_p).sum(dim=1).mean(),
-        "value_loss": ((z - v) ** 2).mean(),
+        "policy_loss": policy_loss.mean(),
+        "value_loss": value_loss.mean(),
         "log_p": log_p,
         "value": v.detach(),
     }
@@ -75,6 +75,14 @@ def step_losses(net, x, pi, z, aux, device, amp: bool) -> dict:
         own_loss, score_loss = aux_losses(out[2].float(), out[3].float(), *aux)
         losses.update(ownership_loss=own_loss, score_loss=score_loss)
     return losses
+
+
+def policy_value_losses_each(logits: torch.Tensor, v: torch.Tensor, pi: torch.Tensor, z: torch.Tensor
+                             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The paper's losses of each position: ([B] the cross-entropy of the search policy pi against the network's,
+    [B] the squared error of the value v against the outcome z, [B, A] the network's log-policy)."""
+    log_p = F.log_softmax(logits, dim=1)
+    return -(pi * log_p).sum(dim=1), (z - v) ** 2, log_p
 
 
 def to_tensors(device, *arrays) -> list[torch.Tensor]:
@@ -197,12 +205,13 @@ def positions_read(net, window: Window, index: np.ndarray, batch_size: int, devi
     with _evaluating(net):
         for start, part, inverse, (planes, pi, z) in _batches_in_order(window, index, batch_size):
             at = slice(start, start + len(part))
-            x, pi_t = to_tensors(device, planes, pi)
+            x, pi_t, z_t = to_tensors(device, planes, pi, z)
             heads = net.forward_aux(x) if has_aux else net(x)
-            value = heads[1].float().cpu().numpy().reshape(-1)
-            out["value"][at] = value
-            out["value_loss"][at] = (z.reshape(-1) - value) ** 2
-            out["policy_loss"][at] = -(pi_t * F.log_softmax(heads[0].float(), dim=1)).sum(dim=1).cpu().numpy()
+            value = heads[1].float().reshape(-1)
+            policy_loss, value_loss, _ = policy_value_losses_each(heads[0].float(), value, pi_t, z_t)
+            out["value"][at] = value.cpu().numpy()
+            out["value_loss"][at] = value_loss.cpu().numpy()
+            out["policy_loss"][at] = policy_loss.cpu().numpy()
             mine = planes[:, 0].reshape(len(part), -1) > 0.5
             theirs = planes[:, _opponent_plane(planes.shape[1])].reshape(len(part), -1) > 0.5
             out["stones"][at] = (mine | theirs).sum(axis=1)
@@ -218,11 +227,11 @@ def _read_stones(out: dict, at: slice, window: Window, part: np.ndarray, inverse
     """`positions_read`'s ownership and score losses and stone counts of one batch (its positions `part`, the
     network's `heads`, the stones `mine` and `theirs` [B, H*W]), into `out` at `at`."""
     target, score_target, mask = window.aux_batch(part, inverse)
-    own_loss, score_loss = aux_losses_each(heads[2].float(), heads[3].float(),
-                                           *to_tensors(device, target, score_target))
+    ownership = heads[2].float()
+    own_loss, score_loss = aux_losses_each(ownership, heads[3].float(), *to_tensors(device, target, score_target))
     out["ownership_loss"][at] = np.where(mask, own_loss.cpu().numpy(), 0)
     out["score_loss"][at] = np.where(mask, score_loss.cpu().numpy(), 0)
-    own = heads[2].float().cpu().numpy()
+    own = ownership.cpu().numpy()
     stone_colour = np.where(mine, 1.0, np.where(theirs, -1.0, 0.0))
     stones = stone_colour != 0
     live = stones & (target == stone_colour) & mask[:, None]
