@@ -1,4 +1,4 @@
-"""flows.readout and zero.losses.stone_reading: networks read the same positions, stones that die counted."""
+"""flows.readout and zero.losses.positions_read: networks read the same positions, stones that die counted."""
 
 import json
 
@@ -8,7 +8,7 @@ import torch
 
 from flows.readout import ReadoutError, main, readout
 from zero.config import load_params
-from zero.losses import evaluate, stone_reading
+from zero.losses import evaluate, positions_read, reading_shares
 from zero.network import init_checkpoint, load_checkpoint, save_checkpoint
 from zero.selfplay import play_shard
 from zero.shards import read_shard
@@ -47,7 +47,7 @@ def test_a_network_that_gives_every_point_to_the_side_to_move_reads_its_own_ston
         net.ownership_conv.weight.zero_()
         net.ownership_conv.bias.fill_(5.0)
     window = load_window([played / "out.npz"], 10_000)
-    got = stone_reading(net, window, np.arange(len(window)), 7, torch.device("cpu"))
+    got = reading_shares(positions_read(net, window, np.arange(len(window)), 7, torch.device("cpu")))
     stones, own = _stones(shard), shard.ownership.astype(np.float32)
     live = (stones != 0) & (own == stones)
     dead = (stones != 0) & ~live

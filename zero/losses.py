@@ -249,17 +249,6 @@ def _opponent_plane(planes: int) -> int:
     return HISTORY_PLANES if planes > 2 * HISTORY_PLANES else 1
 
 
-def stone_reading(net, window: Window, index: np.ndarray, batch_size: int, device: torch.device) -> dict:
-    """How well a Go network's ownership head reads the fate of the stones on the board (`positions_read`),
-    over the window's positions `index` that carry ownership targets: the counts of dead and live stones and
-    the share of each the head read right (`dead_read`, `live_read`; None where there are none).
-    """
-    if window.aux_mask is None:
-        raise ValueError("stone reading needs ownership targets: these shards carry none (resigned games only)")
-    read = positions_read(net, window, index, batch_size, device)
-    return reading_shares(read)
-
-
 def reading_shares(read: dict) -> dict:
     """`positions_read`'s arrays summed: positions with ownership targets, dead and live stones, and the share
     of each read right (None where there are none)."""
